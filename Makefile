@@ -1,0 +1,68 @@
+# Token Turing Machine robot policy node. `make help` lists the targets.
+
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/ttm
+
+# Debian packages the project needs: OpenBLAS and OpenCV for cgo, ROS 1 for
+# the node and its integration tests, PyTorch for the reference TTM the
+# parity tests compare against.
+APT_PACKAGES := gcc pkg-config libopenblas-dev libopencv-dev \
+	ros-core python3-sensor-msgs python3-geometry-msgs python3-std-srvs \
+	python3-numpy python3-torch
+
+# goroslib's checksums are in go.sum; the checksum database cannot serve them here.
+export GONOSUMDB := github.com/bluenviron
+export GOFLAGS := -mod=readonly
+
+.PHONY: help setup build test test-short bench demo fuzz clean
+
+help:
+	@echo "make setup   install the Debian packages and Go modules (idempotent)"
+	@echo "make build   build $(BIN)"
+	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
+	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
+	@echo "make demo    the main job on its embedded default"
+	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
+
+setup:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing:" $$missing; \
+		SUDO=$$([ $$(id -u) -eq 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	$(GO) mod download
+
+build: setup
+	$(GO) build -o $(BIN) ./cmd/ttm
+
+test: setup
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags purego ./internal/... ./ttm/...
+
+test-short:
+	$(GO) test -short ./...
+
+# BENCH_STEPS steps of the robot preset; the README's figures use 100000.
+BENCH_STEPS ?= 5000
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./ttm/...
+	@mkdir -p bin/bench
+	$(BIN) init --preset robot --seed 1 --out bin/bench/robot.safetensors
+	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
+
+demo: build
+	@mkdir -p bin/demo
+	$(BIN) demo --dir bin/demo
+
+FUZZTIME ?= 30s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/safetensors
+
+clean:
+	rm -rf bin

@@ -1,0 +1,58 @@
+package nn
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas32"
+)
+
+// impl is the BLAS behind every matrix product. It is OpenBLAS through
+// gonum/netlib in the default cgo build and gonum's pure-Go kernels in a
+// build with the purego tag or without cgo; see blas_*.go.
+var impl blas.Float32 = blas32.Implementation()
+
+// Backend names the BLAS implementation in use ("openblas" or "gonum").
+func Backend() string { return backendName }
+
+// Gemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices, where
+// op(X) is X or its transpose. op(A) is m x k, op(B) is k x n, C is m x n;
+// lda, ldb and ldc are the row strides of A, B and C as stored.
+func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if m == 0 || n == 0 {
+		return
+	}
+	ta, tb := blas.NoTrans, blas.NoTrans
+	if transA {
+		ta = blas.Trans
+	}
+	if transB {
+		tb = blas.Trans
+	}
+	impl.Sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// MatMul computes out = in·w, or out += in·w when accumulate is set.
+// in (N, C), w (C, K), out (N, K), all contiguous.
+func MatMul(out, in, w []float32, n, c, k int, accumulate bool) {
+	checkLen("MatMul in", in, n*c)
+	checkLen("MatMul w", w, c*k)
+	checkLen("MatMul out", out, n*k)
+	beta := float32(0)
+	if accumulate {
+		beta = 1
+	}
+	Gemm(false, false, n, k, c, 1, in, c, w, k, beta, out, k)
+}
+
+// MatMulBackward accumulates the gradients of out = in·w:
+// dIn += dOut·wᵀ and dW += inᵀ·dOut. Either destination may be nil.
+// dOut (N, K), in (N, C), w (C, K).
+func MatMulBackward(dIn, dW, dOut, in, w []float32, n, c, k int) {
+	if dIn != nil {
+		checkLen("MatMulBackward dIn", dIn, n*c)
+		Gemm(false, true, n, c, k, 1, dOut, k, w, k, 1, dIn, c)
+	}
+	if dW != nil {
+		checkLen("MatMulBackward dW", dW, c*k)
+		Gemm(true, false, c, k, n, 1, in, c, dOut, k, 1, dW, k)
+	}
+}

@@ -1,0 +1,336 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randSlice(r *rand.Rand, n int, scale float32) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(r.NormFloat64()) * scale
+	}
+	return s
+}
+
+// naiveGemm is the textbook triple loop, in float64, the reference for Gemm.
+func naiveGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var s float64
+			for p := 0; p < k; p++ {
+				var av, bv float32
+				if transA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if transB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				s += float64(av) * float64(bv)
+			}
+			c[i*ldc+j] = float32(float64(alpha)*s + float64(beta)*float64(c[i*ldc+j]))
+		}
+	}
+}
+
+func maxRelDiff(got, want []float32) float64 {
+	var worst float64
+	for i := range want {
+		d := math.Abs(float64(got[i]) - float64(want[i]))
+		den := math.Max(1, math.Abs(float64(want[i])))
+		worst = math.Max(worst, d/den)
+	}
+	return worst
+}
+
+func TestGemmMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		m, n, k        int
+		transA, transB bool
+		beta           float32
+	}{
+		{1, 1, 1, false, false, 0},
+		{16, 48, 64, false, false, 0},
+		{7, 5, 3, true, false, 1},
+		{7, 5, 3, false, true, 0.5},
+		{33, 17, 65, true, true, 1},
+		{16, 512, 512, false, false, 0},
+	} {
+		lda, ldb := tc.k+3, tc.n+1
+		if tc.transA {
+			lda = tc.m + 2
+		}
+		if tc.transB {
+			ldb = tc.k + 5
+		}
+		rowsA, rowsB := tc.m, tc.k
+		if tc.transA {
+			rowsA = tc.k
+		}
+		if tc.transB {
+			rowsB = tc.n
+		}
+		a := randSlice(r, rowsA*lda, 1)
+		b := randSlice(r, rowsB*ldb, 1)
+		ldc := tc.n + 2
+		c := randSlice(r, tc.m*ldc, 1)
+		want := append([]float32(nil), c...)
+		Gemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 0.75, a, lda, b, ldb, tc.beta, c, ldc)
+		naiveGemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 0.75, a, lda, b, ldb, tc.beta, want, ldc)
+		// float32 accumulation over k terms: allow k ulps and a little more.
+		if d := maxRelDiff(c, want); d > float64(tc.k)*1.2e-7+1e-6 {
+			t.Errorf("%+v: max relative difference %.3g", tc, d)
+		}
+	}
+}
+
+func TestLayerNormHandComputed(t *testing.T) {
+	// x = (1, 2, 3): mean 2, variance 2/3, so x̂ = (-1, 0, 1)·sqrt(3/2).
+	in := []float32{1, 2, 3}
+	out := make([]float32, 3)
+	LayerNormForward(out, nil, nil, in, []float32{1, 2, 1}, []float32{0, 0.5, -1}, 1, 3, 0)
+	s := float32(math.Sqrt(1.5))
+	want := []float32{-s, 0.5, s - 1}
+	if d := maxRelDiff(out, want); d > 1e-6 {
+		t.Errorf("got %v, want %v", out, want)
+	}
+	// A constant row has zero variance: the clamp keeps the result finite.
+	LayerNormForward(out, nil, nil, []float32{5, 5, 5}, []float32{1, 1, 1}, []float32{0, 0, 0}, 1, 3, 1e-6)
+	for _, v := range out {
+		if v != 0 {
+			t.Errorf("constant row normalised to %v, want zeros", out)
+		}
+	}
+}
+
+func TestGELUHandComputed(t *testing.T) {
+	in := []float32{0, 1, -1, 3}
+	out := make([]float32, 4)
+	GELUForward(out, in)
+	// Values of 0.5x(1+tanh(sqrt(2/pi)(x+0.044715x^3))) computed by hand.
+	want := []float32{0, 0.8411920, -0.1588080, 2.9963627}
+	if d := maxRelDiff(out, want); d > 1e-6 {
+		t.Errorf("got %v, want %v", out, want)
+	}
+}
+
+func TestSoftmaxRows(t *testing.T) {
+	x := []float32{0, float32(math.Log(3)), 1000, 1000}
+	SoftmaxRowsForward(x, 2, 2)
+	want := []float32{0.25, 0.75, 0.5, 0.5}
+	if d := maxRelDiff(x, want); d > 1e-6 {
+		t.Errorf("got %v, want %v", x, want)
+	}
+}
+
+func TestDenseTokensMatchesTransposedDense(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	n, c, k := 5, 7, 3
+	in, w, b := randSlice(r, n*c, 1), randSlice(r, n*k, 1), randSlice(r, k, 1)
+	got := make([]float32, k*c)
+	DenseTokens(got, in, w, b, n, c, k)
+	inT := make([]float32, c*n)
+	Transpose(inT, in, n, c)
+	tmp := make([]float32, c*k)
+	Dense(tmp, inT, w, b, c, n, k)
+	want := make([]float32, k*c)
+	Transpose(want, tmp, c, k)
+	if d := maxRelDiff(got, want); d > 1e-6 {
+		t.Errorf("max difference %g", d)
+	}
+}
+
+// gradCheck compares analytic gradients with central finite differences of
+// the scalar loss L = Σ out·g for a fixed random g. forward computes out from
+// the parameters; backward accumulates dL/dparam given dOut = g.
+type gradCase struct {
+	name     string
+	params   [][]float32 // slices perturbed by the check
+	out      []float32
+	forward  func()
+	backward func(dOut []float32, grads [][]float32)
+}
+
+func gradCheck(t *testing.T, tc gradCase) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(9, 9))
+	g := randSlice(r, len(tc.out), 1)
+	loss := func() float64 {
+		tc.forward()
+		var s float64
+		for i, v := range tc.out {
+			s += float64(v) * float64(g[i])
+		}
+		return s
+	}
+	loss()
+	grads := make([][]float32, len(tc.params))
+	for i, p := range tc.params {
+		grads[i] = make([]float32, len(p))
+	}
+	tc.backward(g, grads)
+	const eps = 1e-2
+	for pi, p := range tc.params {
+		for i := range p {
+			orig := p[i]
+			p[i] = orig + eps
+			lp := loss()
+			p[i] = orig - eps
+			lm := loss()
+			p[i] = orig
+			num := (lp - lm) / (2 * eps)
+			ana := float64(grads[pi][i])
+			if math.Abs(num-ana) > 2e-2*math.Max(1, math.Abs(num)) {
+				t.Errorf("%s: param %d[%d]: analytic %.5g, numeric %.5g", tc.name, pi, i, ana, num)
+				return
+			}
+		}
+	}
+	loss()
+}
+
+func TestGradients(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const n, c, k, heads = 4, 6, 3, 2
+
+	lnIn, lnScale, lnBias := randSlice(r, n*c, 1), randSlice(r, c, 1), randSlice(r, c, 1)
+	lnOut, mean, rstd := make([]float32, n*c), make([]float32, n), make([]float32, n)
+
+	gIn, gOut := randSlice(r, n*c, 2), make([]float32, n*c)
+
+	smIn, smOut := randSlice(r, n*k, 1), make([]float32, n*k)
+
+	dIn, dW, dB := randSlice(r, n*c, 1), randSlice(r, c*k, 1), randSlice(r, k, 1)
+	dOut := make([]float32, n*k)
+
+	tIn, tW, tB := randSlice(r, n*c, 1), randSlice(r, n*k, 1), randSlice(r, k, 1)
+	tOut := make([]float32, k*c)
+
+	q, kk, v := randSlice(r, 2*c, 1), randSlice(r, n*c, 1), randSlice(r, n*c, 1)
+	att, aOut := make([]float32, heads*2*n), make([]float32, 2*c)
+
+	for _, tc := range []gradCase{
+		{
+			name: "LayerNorm", params: [][]float32{lnIn, lnScale, lnBias}, out: lnOut,
+			forward: func() { LayerNormForward(lnOut, mean, rstd, lnIn, lnScale, lnBias, n, c, 1e-6) },
+			backward: func(d []float32, g [][]float32) {
+				LayerNormBackward(g[0], g[1], g[2], d, lnIn, lnScale, mean, rstd, n, c)
+			},
+		},
+		{
+			name: "GELU", params: [][]float32{gIn}, out: gOut,
+			forward:  func() { GELUForward(gOut, gIn) },
+			backward: func(d []float32, g [][]float32) { GELUBackward(g[0], d, gIn) },
+		},
+		{
+			name: "SoftmaxRows", params: [][]float32{smIn}, out: smOut,
+			forward: func() { copy(smOut, smIn); SoftmaxRowsForward(smOut, n, k) },
+			backward: func(d []float32, g [][]float32) {
+				dx := append([]float32(nil), d...)
+				SoftmaxRowsBackward(dx, smOut, n, k)
+				Add(g[0], dx)
+			},
+		},
+		{
+			name: "Dense", params: [][]float32{dIn, dW, dB}, out: dOut,
+			forward: func() { Dense(dOut, dIn, dW, dB, n, c, k) },
+			backward: func(d []float32, g [][]float32) {
+				DenseBackward(g[0], g[1], g[2], d, dIn, dW, n, c, k)
+			},
+		},
+		{
+			name: "DenseTokens", params: [][]float32{tIn, tW, tB}, out: tOut,
+			forward: func() { DenseTokens(tOut, tIn, tW, tB, n, c, k) },
+			backward: func(d []float32, g [][]float32) {
+				DenseTokensBackward(g[0], g[1], g[2], d, tIn, tW, n, c, k)
+			},
+		},
+		{
+			name: "Attention", params: [][]float32{q, kk, v}, out: aOut,
+			forward: func() { AttentionForward(aOut, att, q, kk, v, 2, n, c, heads, c, c) },
+			backward: func(d []float32, g [][]float32) {
+				AttentionBackward(g[0], g[1], g[2], make([]float32, heads*2*n), d, att, q, kk, v, 2, n, c, heads, c, c)
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) { gradCheck(t, tc) })
+	}
+}
+
+func TestAttentionRowsAreDistributions(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	nq, nk, c, heads := 3, 5, 8, 4
+	q, k, v := randSlice(r, nq*c, 3), randSlice(r, nk*c, 3), randSlice(r, nk*c, 1)
+	att, out := make([]float32, heads*nq*nk), make([]float32, nq*c)
+	AttentionForward(out, att, q, k, v, nq, nk, c, heads, c, c)
+	for row := 0; row < heads*nq; row++ {
+		var s float64
+		for _, p := range att[row*nk : row*nk+nk] {
+			if p < 0 {
+				t.Fatalf("negative probability %g", p)
+			}
+			s += float64(p)
+		}
+		if math.Abs(s-1) > 1e-5 {
+			t.Errorf("row %d sums to %g", row, s)
+		}
+	}
+}
+
+func TestKernelsDoNotAllocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	in, w, b := randSlice(r, 16*64, 1), randSlice(r, 64*32, 1), randSlice(r, 32, 1)
+	out := make([]float32, 16*32)
+	att := make([]float32, 4*16*16)
+	q := randSlice(r, 16*64, 1)
+	aOut := make([]float32, 16*64)
+	allocs := testing.AllocsPerRun(50, func() {
+		Dense(out, in, w, b, 16, 64, 32)
+		GELUForward(out, out)
+		SoftmaxRowsForward(out, 16, 32)
+		LayerNormForward(aOut, nil, nil, q, in[:64], in[64:128], 16, 64, 1e-6)
+		AttentionForward(aOut, att, q, q, q, 16, 16, 64, 4, 64, 64)
+	})
+	if allocs != 0 {
+		t.Errorf("kernels allocate %.1f times per run", allocs)
+	}
+}
+
+func TestExp32(t *testing.T) {
+	worst := 0.0
+	for x := float32(-90); x < 90; x += 0.000731 {
+		got, want := float64(Exp32(x)), math.Exp(float64(x))
+		if want == 0 || math.IsInf(want, 0) || want < 1.2e-38 || want > 3.4e38 {
+			continue
+		}
+		worst = math.Max(worst, math.Abs(got-want)/want)
+	}
+	if worst > 2.5e-7 { // 2 ulps of float32
+		t.Errorf("worst relative error %.3g", worst)
+	}
+	if !math.IsInf(float64(Exp32(100)), 1) || Exp32(-200) != 0 || !math.IsNaN(float64(Exp32(float32(math.NaN())))) {
+		t.Error("overflow, underflow or NaN handled wrongly")
+	}
+}
+
+func TestGELUMatchesTanhFormula(t *testing.T) {
+	in := make([]float32, 0, 4000)
+	for x := float32(-12); x < 12; x += 0.006 {
+		in = append(in, x)
+	}
+	out := make([]float32, len(in))
+	GELUForward(out, in)
+	for i, x := range in {
+		xf := float64(x)
+		want := 0.5 * xf * (1 + math.Tanh(geluScale*(xf+0.044715*xf*xf*xf)))
+		if math.Abs(float64(out[i])-want) > 3e-7*math.Max(1, math.Abs(want)) {
+			t.Fatalf("gelu(%g) = %g, want %g", x, out[i], want)
+		}
+	}
+}

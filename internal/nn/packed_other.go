@@ -1,0 +1,7 @@
+//go:build !amd64 || purego
+
+package nn
+
+func panel16(out []float32, ldc int, xp, panel []float32, k, nr int) {
+	panel16Generic(out, ldc, xp, panel, k, nr)
+}

@@ -1,0 +1,136 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+func TestMatMulPackedMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, par := range []int{1, 2} {
+		SetParallelism(par)
+		for _, tc := range []struct{ rows, k, n int }{
+			{1, 1, 16}, {5, 7, 32}, {16, 64, 48}, {17, 33, 16}, {40, 512, 512}, {16, 512, 1536},
+		} {
+			const guard = 12345
+			in := randSlice(r, tc.rows*tc.k, 1)
+			w := randSlice(r, tc.k*tc.n, 1)
+			// out lives inside a larger slice whose edges must stay untouched.
+			buf := randSlice(r, tc.rows*tc.n+2*tc.n, 1)
+			for i := 0; i < tc.n; i++ {
+				buf[i], buf[len(buf)-1-i] = guard, guard
+			}
+			out := buf[tc.n : tc.n+tc.rows*tc.n]
+			want := append([]float32(nil), out...)
+			naiveGemm(false, false, tc.rows, tc.n, tc.k, 1, in, tc.k, w, tc.n, 1, want, tc.n)
+			MatMulPacked(out, in, Pack(w, tc.k, tc.n), tc.rows, make([]float32, PackScratchSize(tc.k)))
+			if d := maxRelDiff(out, want); d > float64(tc.k)*1.2e-7+1e-6 {
+				t.Errorf("parallelism %d, %+v: max relative difference %.3g", par, tc, d)
+			}
+			clear(out)
+			MatMulPackedGELU(out, in, Pack(w, tc.k, tc.n), tc.rows, make([]float32, PackScratchSize(tc.k)))
+			wantGELU := make([]float32, len(want))
+			clear(want)
+			naiveGemm(false, false, tc.rows, tc.n, tc.k, 1, in, tc.k, w, tc.n, 0, want, tc.n)
+			GELUForward(wantGELU, want)
+			if d := maxRelDiff(out, wantGELU); d > float64(tc.k)*1.2e-7+1e-6 {
+				t.Errorf("parallelism %d, %+v: GELU: max relative difference %.3g", par, tc, d)
+			}
+			for i := 0; i < tc.n; i++ {
+				if buf[i] != guard || buf[len(buf)-1-i] != guard {
+					t.Fatalf("parallelism %d, %+v: write outside the output", par, tc)
+				}
+			}
+		}
+	}
+	SetParallelism(1)
+}
+
+func TestMatMulPackedDoesNotAllocate(t *testing.T) {
+	SetParallelism(2)
+	defer SetParallelism(1)
+	r := rand.New(rand.NewPCG(1, 3))
+	in, w := randSlice(r, 16*512, 1), Pack(randSlice(r, 512*512, 1), 512, 512)
+	out, scratch := make([]float32, 16*512), make([]float32, PackScratchSize(512))
+	if a := testing.AllocsPerRun(20, func() { MatMulPacked(out, in, w, 16, scratch) }); a != 0 {
+		t.Errorf("MatMulPacked allocates %.1f times per call", a)
+	}
+}
+
+// Skinny products as the TTM's processing unit does them: 16 token rows
+// against a d x 3d or d x d weight matrix. Many distinct weight matrices
+// (about 64 MB) are cycled so the numbers include streaming them from memory.
+func BenchmarkSkinny(b *testing.B) {
+	for _, s := range []struct{ rows, k, n int }{{16, 512, 512}, {16, 512, 1536}} {
+		count := max(1, 64<<20/(4*s.k*s.n))
+		r := rand.New(rand.NewPCG(1, 1))
+		ws := make([][]float32, count)
+		ps := make([]*Packed, count)
+		for i := range ws {
+			ws[i] = randSlice(r, s.k*s.n, 1)
+			ps[i] = Pack(ws[i], s.k, s.n)
+		}
+		in, out := randSlice(r, s.rows*s.k, 1), make([]float32, s.rows*s.n)
+		scratch := make([]float32, PackScratchSize(s.k))
+		flops := 2 * float64(s.rows*s.k*s.n)
+		name := fmt.Sprintf("%dx%dx%d", s.rows, s.k, s.n)
+		b.Run(name+"/blas-"+Backend(), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				MatMul(out, in, ws[i%count], s.rows, s.k, s.n, false)
+			}
+			b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
+		for _, par := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/packed-%d", name, par), func(b *testing.B) {
+				SetParallelism(par)
+				defer SetParallelism(1)
+				for i := 0; i < b.N; i++ {
+					MatMulPacked(out, in, ps[i%count], s.rows, scratch)
+				}
+				b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+		}
+	}
+}
+
+func TestPackColumnsMatchesConcatenation(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 2))
+	k := 9
+	a, b := randSlice(r, k*16, 1), randSlice(r, k*32, 1)
+	cat := make([]float32, k*48)
+	for i := 0; i < k; i++ {
+		copy(cat[i*48:], a[i*16:i*16+16])
+		copy(cat[i*48+16:], b[i*32:i*32+32])
+	}
+	got, want := PackColumns(k, [][]float32{a, b}, []int{16, 32}), Pack(cat, k, 48)
+	for i := range want.Data {
+		if got.Data[i] != want.Data[i] {
+			t.Fatalf("element %d: %g, want %g", i, got.Data[i], want.Data[i])
+		}
+	}
+}
+
+type squareTask struct{ out []int }
+
+func (s *squareTask) Run(lo, hi int) {
+	for i := lo; i < hi; i++ {
+		s.out[i] += i * i
+	}
+}
+
+func TestParallelForCoversRangeOnce(t *testing.T) {
+	for _, par := range []int{1, 2, 3} {
+		SetParallelism(par)
+		for _, n := range []int{0, 1, 5, 64, 1001} {
+			task := &squareTask{out: make([]int, n)}
+			ParallelFor(n, 1, task)
+			for i, v := range task.out {
+				if v != i*i {
+					t.Fatalf("parallelism %d, n %d: element %d = %d, want %d", par, n, i, v, i*i)
+				}
+			}
+		}
+	}
+	SetParallelism(1)
+}
