@@ -17,15 +17,12 @@ func LayerNormForward(out, mean, rstd, in, scale, bias []float32, n, c int, eps 
 	for i := 0; i < n; i++ {
 		x := in[i*c : i*c+c]
 		y := out[i*c : i*c+c]
-		var s, sq float64
-		for _, v := range x {
-			s += float64(v)
-			sq += float64(v) * float64(v)
-		}
+		s, sq := sums(x)
 		mu := s / float64(c)
 		variance := max(0, sq/float64(c)-mu*mu)
 		rs := float32(1 / math.Sqrt(variance+float64(eps)))
 		m := float32(mu)
+		y = y[:len(x)]
 		for j, v := range x {
 			y[j] = (v-m)*rs*scale[j] + bias[j]
 		}
@@ -34,6 +31,36 @@ func LayerNormForward(out, mean, rstd, in, scale, bias []float32, n, c int, eps 
 			rstd[i] = rs
 		}
 	}
+}
+
+// sums returns Σx and Σx² in float64, accumulated as four float32 partial
+// sums over blocks of 64 (short enough that float32 loses nothing that
+// matters, independent enough to keep the adders busy).
+func sums(x []float32) (s, sq float64) {
+	for len(x) > 0 {
+		blk := x[:min(64, len(x))]
+		x = x[len(blk):]
+		var s0, s1, s2, s3, q0, q1, q2, q3 float32
+		j := 0
+		for ; j+4 <= len(blk); j += 4 {
+			v := (*[4]float32)(blk[j:])
+			s0 += v[0]
+			s1 += v[1]
+			s2 += v[2]
+			s3 += v[3]
+			q0 += v[0] * v[0]
+			q1 += v[1] * v[1]
+			q2 += v[2] * v[2]
+			q3 += v[3] * v[3]
+		}
+		for ; j < len(blk); j++ {
+			s0 += blk[j]
+			q0 += blk[j] * blk[j]
+		}
+		s += float64(s0+s1) + float64(s2+s3)
+		sq += float64(q0+q1) + float64(q2+q3)
+	}
+	return s, sq
 }
 
 // LayerNormBackward accumulates the gradients of LayerNormForward into dIn,

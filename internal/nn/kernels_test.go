@@ -334,3 +334,13 @@ func TestGELUMatchesTanhFormula(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkLayerNorm(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	in, scale, bias := randSlice(r, 160*512, 1), randSlice(r, 512, 1), randSlice(r, 512, 1)
+	out := make([]float32, len(in))
+	b.SetBytes(int64(4 * len(in)))
+	for i := 0; i < b.N; i++ {
+		LayerNormForward(out, nil, nil, in, scale, bias, 160, 512, 1e-6)
+	}
+}
