@@ -1,0 +1,106 @@
+package policy
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestRT1Layout(t *testing.T) {
+	s := RT1()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 11 {
+		t.Fatalf("%d dimensions, want 11", s.Len())
+	}
+	for _, tc := range []struct {
+		dim      int
+		name     string
+		lo, hi   float64
+		bins     int
+		stopMode StopMode
+	}{
+		{DimMode, "mode", 0, 2, 3, StopHold},
+		{DimWorldZ, "world_vector/z", -1, 1, 256, StopZero},
+		{DimPitch, "rotation_delta/pitch", -math.Pi / 2, math.Pi / 2, 256, StopZero},
+		{DimGripper, "gripper", -1, 1, 256, StopHold},
+		{DimBaseYaw, "base/yaw", -math.Pi, math.Pi, 256, StopZero},
+		{DimBaseY, "base/y", -1, 1, 256, StopZero},
+	} {
+		d := s.Dims[tc.dim]
+		if d.Name != tc.name || d.Low != tc.lo || d.High != tc.hi || d.Bins != tc.bins || d.Stop != tc.stopMode {
+			t.Errorf("dimension %d is %+v", tc.dim, d)
+		}
+	}
+}
+
+func TestBinning(t *testing.T) {
+	d := RT1().Dims[DimWorldX] // [-1, 1], 256 bins
+	for _, tc := range []struct {
+		a    float32
+		bin  int
+		back float32
+	}{
+		{-1, 0, -1},
+		{1, 255, 1},
+		{0, 127, -1 + 127.0/255*2}, // int(0.5·255) = 127
+		{-5, 0, -1},                // clipped
+		{7, 255, 1},
+		{0.5, 191, -1 + 191.0/255*2}, // int(0.75·255) = 191
+	} {
+		if b := d.Bin(tc.a); b != tc.bin {
+			t.Errorf("Bin(%g) = %d, want %d", tc.a, b, tc.bin)
+		}
+		if v := d.Value(tc.bin); math.Abs(float64(v-tc.back)) > 1e-6 {
+			t.Errorf("Value(%d) = %g, want %g", tc.bin, v, tc.back)
+		}
+	}
+	// Decoding a bin and binning the result gives the bin back, for every bin.
+	for b := 0; b < 256; b++ {
+		if got := d.Bin(d.Value(b)); got != b && got != b-1 {
+			t.Fatalf("Bin(Value(%d)) = %d", b, got)
+		}
+	}
+	mode := RT1().Dims[DimMode]
+	if mode.Bin(1.2) != ModeArm || mode.Value(ModeBase) != 2 || mode.Bin(-3) != ModeTerminate {
+		t.Error("categorical mode dimension misbinned")
+	}
+}
+
+func TestActionSpaceValidateAndCompare(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*ActionSpace)
+		want string
+	}{
+		{"empty", func(s *ActionSpace) { s.Dims = nil }, "no dimensions"},
+		{"no name", func(s *ActionSpace) { s.Dims[1].Name = "" }, "has no name"},
+		{"twice", func(s *ActionSpace) { s.Dims[2].Name = s.Dims[1].Name }, "used twice"},
+		{"bounds", func(s *ActionSpace) { s.Dims[3].Low = 2 }, "not a finite interval"},
+		{"one bin", func(s *ActionSpace) { s.Dims[3].Bins = 1 }, "1 bins"},
+		{"categories", func(s *ActionSpace) { s.Dims[0].Bins = 4 }, "3 categories need 3 bins"},
+		{"stop", func(s *ActionSpace) { s.Dims[4].Stop = "brake" }, `stop mode "brake"`},
+		{"zero outside", func(s *ActionSpace) { s.Dims[4].Low, s.Dims[4].High = 1, 2 }, "0 is outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := RT1()
+			tc.edit(&s)
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	a, b := RT1(), RT1()
+	if err := a.Compare(b); err != nil {
+		t.Errorf("identical spaces differ: %v", err)
+	}
+	b.Dims[DimGripper].High = 2
+	if err := a.Compare(b); err == nil || !strings.Contains(err.Error(), "action dimension 7 is gripper [-1, 2]") {
+		t.Errorf("Compare: %v", err)
+	}
+	b.Dims = b.Dims[:10]
+	if err := a.Compare(b); err == nil || !strings.Contains(err.Error(), "10 dimensions, expected 11") {
+		t.Errorf("Compare: %v", err)
+	}
+}
