@@ -118,8 +118,9 @@ func (f *Filter) Apply(out, proposed []float32, dt float64) Verdict {
 	}
 	for _, v := range proposed {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			f.Stop(out, dt)
-			return Verdict{Rejected: true}
+			stop := f.Stop(out, dt)
+			stop.Rejected = true
+			return stop
 		}
 	}
 	var v Verdict
@@ -151,7 +152,7 @@ func (f *Filter) Apply(out, proposed []float32, dt float64) Verdict {
 // (no fresh frame, e-stop, a rejected action, a missed deadline). Before
 // the first action it holds zeros, so a node should not publish until it
 // has acted once.
-func (f *Filter) Stop(out []float32, dt float64) {
+func (f *Filter) Stop(out []float32, dt float64) Verdict {
 	for i, d := range f.space.Dims {
 		a := f.last[i]
 		if d.Stop == StopZero {
@@ -159,9 +160,10 @@ func (f *Filter) Stop(out []float32, dt float64) {
 		}
 		out[i] = a
 	}
-	f.limitWorkspace(out)
+	v := Verdict{Workspace: f.limitWorkspace(out)}
 	copy(f.last, out)
 	f.started = true // what went out is now the robot's last command
+	return v
 }
 
 // rateLimit moves last[i] toward a by at most MaxRate[i]·dt.
