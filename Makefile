@@ -7,7 +7,7 @@ BIN := bin/ttm
 # Debian packages the project needs: OpenBLAS and OpenCV for cgo, ROS 1 for
 # the node and its integration tests, PyTorch for the reference TTM the
 # parity tests compare against.
-APT_PACKAGES := gcc pkg-config libopenblas-dev libopencv-dev \
+APT_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev \
 	ros-core python3-sensor-msgs python3-geometry-msgs python3-std-srvs \
 	python3-numpy python3-torch
 
