@@ -61,8 +61,14 @@ demo: build
 	$(BIN) demo --dir bin/demo
 
 FUZZTIME ?= 30s
+# Each fuzz target, package by package (go test -fuzz takes one target at a time).
+FUZZ_TARGETS := ./internal/safetensors:FuzzParse ./node:FuzzParseArgs ./node:FuzzResolveName \
+	./node:FuzzDecodeXMLRPCResponse
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./internal/safetensors
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name in $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 clean:
 	rm -rf bin
