@@ -62,8 +62,10 @@ demo: build
 
 FUZZTIME ?= 30s
 # Each fuzz target, package by package (go test -fuzz takes one target at a time).
-FUZZ_TARGETS := ./internal/safetensors:FuzzParse ./node:FuzzParseArgs ./node:FuzzResolveName \
-	./node:FuzzDecodeXMLRPCResponse
+FUZZ_TARGETS := ./internal/safetensors:FuzzParse ./internal/onnx:FuzzParse \
+	./node:FuzzParseArgs ./node:FuzzResolveName ./node:FuzzDecodeXMLRPCResponse \
+	./vision:FuzzDecodeImage ./vision:FuzzDecodeCompressed ./vision:FuzzPrepareCheck ./vision:FuzzOpenCVImport \
+	./language:FuzzNormalize ./language:FuzzTokenize ./language:FuzzParseVocab ./language:FuzzCheckEmbedding
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name in $$pkg"; \

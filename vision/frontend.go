@@ -1,0 +1,152 @@
+package vision
+
+import (
+	"fmt"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// FrontEnd is the whole image path of one camera: decode, preprocess,
+// backbone, head, window. Every frame source — robot, simulator, replay —
+// goes through Encode, so they all produce tokens the same way. After the
+// first frame of a given size Encode allocates nothing in Go. A FrontEnd
+// is not safe for concurrent use.
+type FrontEnd struct {
+	cfg      Config
+	pre      *Preprocessor
+	backbone *Backbone
+	head     *Head
+	acts     *HeadActs
+	window   *Window
+	dec      Decoder
+
+	c, h, w  int
+	input    []float32 // (3, H, W) backbone input
+	features []float32 // (C, h, w) backbone output
+	noFiLM   []float32 // (E) zeros, the backbone's FiLM input when no embedding is given
+}
+
+// OpenFrontEnd opens the backbone at backbonePath as cfg describes it
+// (input size from cfg.Preprocess, layer, FiLM input, SHA-256 when set)
+// with threads OpenCV threads (0: OpenCV's default), and composes the
+// front end around it and head, whose configuration must be cfg.Head.
+// The backbone's feature map must have cfg.Head.FeatureChannels channels.
+// Close releases the backbone.
+func OpenFrontEnd(cfg Config, head *Head, backbonePath string, threads int, log hclog.Logger) (*FrontEnd, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if head.Config != cfg.Head {
+		return nil, fmt.Errorf("vision: head configuration %+v differs from the front end's %+v", head.Config, cfg.Head)
+	}
+	pre, err := NewPreprocessor(cfg.Preprocess)
+	if err != nil {
+		return nil, err
+	}
+	spec := BackboneSpec{
+		Path: backbonePath, SHA256: cfg.Backbone.SHA256,
+		Height: cfg.Preprocess.Height, Width: cfg.Preprocess.Width,
+		Layer: cfg.Backbone.Layer, Threads: threads,
+	}
+	if cfg.Head.FiLM == FiLMBackbone {
+		spec.FiLMInput, spec.FiLMDim = cfg.Backbone.FiLMInput, cfg.Head.EmbeddingDim
+	}
+	b, err := OpenBackbone(spec, log)
+	if err != nil {
+		return nil, err
+	}
+	c, h, w := b.OutputShape()
+	if c != cfg.Head.FeatureChannels {
+		_ = b.Close()
+		return nil, fmt.Errorf("vision: backbone %s gives %d feature channels (%dx%d map), the head takes %d",
+			backbonePath, c, h, w, cfg.Head.FeatureChannels)
+	}
+	d, k := cfg.Head.Dim, cfg.Head.Tokens
+	return &FrontEnd{
+		cfg: cfg, pre: pre, backbone: b, head: head, acts: head.NewActs(h * w),
+		window: NewWindow(cfg.History, k, d),
+		c:      c, h: h, w: w,
+		input: make([]float32, pre.InputLen()), features: make([]float32, c*h*w),
+		noFiLM: make([]float32, cfg.Head.EmbeddingDim),
+	}, nil
+}
+
+// Close releases the backbone.
+func (f *FrontEnd) Close() error { return f.backbone.Close() }
+
+// Config returns the front end's configuration.
+func (f *FrontEnd) Config() Config { return f.cfg }
+
+// FeatureShape is the backbone's feature map shape (C, h, w); h·w
+// positions become tokens.
+func (f *FrontEnd) FeatureShape() (c, h, w int) { return f.c, f.h, f.w }
+
+// Encode runs one frame through preprocessing, the backbone and the head,
+// and commits its K tokens to the window as the newest frame. embedding
+// (E) is the instruction's; nil means no instruction (zeros). An error
+// (a bad frame, an OpenCV failure) leaves the window unchanged.
+func (f *FrontEnd) Encode(frame Frame, embedding []float32) error {
+	if err := f.EncodeInto(f.window.Next(), frame, embedding); err != nil {
+		return err
+	}
+	f.window.Commit()
+	return nil
+}
+
+// EncodeInto is Encode without the window: the frame's tokens go to out
+// (K, d).
+func (f *FrontEnd) EncodeInto(out []float32, frame Frame, embedding []float32) error {
+	if embedding == nil {
+		embedding = f.noFiLM
+	}
+	if len(embedding) != f.cfg.Head.EmbeddingDim {
+		return fmt.Errorf("vision: instruction embedding of %d values, the front end takes %d", len(embedding), f.cfg.Head.EmbeddingDim)
+	}
+	if err := f.pre.Run(f.input, frame); err != nil {
+		return err
+	}
+	var film []float32
+	if f.cfg.Head.FiLM == FiLMBackbone {
+		film = embedding
+	}
+	if err := f.backbone.Run(f.input, film, f.features); err != nil {
+		return fmt.Errorf("vision: backbone: %w", err)
+	}
+	f.head.Forward(out, f.acts, f.features, embedding)
+	return nil
+}
+
+// EncodeImage decodes a raw image message and encodes it (see Encode).
+func (f *FrontEnd) EncodeImage(msg *Image, embedding []float32) error {
+	frame, err := DecodeImage(msg)
+	if err != nil {
+		return err
+	}
+	return f.Encode(frame, embedding)
+}
+
+// EncodeCompressed decodes a compressed image message and encodes it.
+func (f *FrontEnd) EncodeCompressed(msg *CompressedImage, embedding []float32) error {
+	frame, err := f.dec.DecodeCompressed(msg)
+	if err != nil {
+		return err
+	}
+	return f.Encode(frame, embedding)
+}
+
+// Window is the token window the front end fills.
+func (f *FrontEnd) Window() *Window { return f.window }
+
+// Tokens writes the window, (H·K, d), oldest frame first.
+func (f *FrontEnd) Tokens(dst []float32) { f.window.Tokens(dst) }
+
+// Input is the last frame's backbone input (3, H, W), a view valid until
+// the next Encode.
+func (f *FrontEnd) Input() []float32 { return f.input }
+
+// Features is the last frame's feature map (C, h, w), a view valid until
+// the next Encode.
+func (f *FrontEnd) Features() []float32 { return f.features }
+
+// Reset empties the window (start of an episode, new instruction).
+func (f *FrontEnd) Reset() { f.window.Reset() }

@@ -1,0 +1,109 @@
+package vision
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ttmrobot/ttm/internal/safetensors"
+)
+
+// AddFrontEnd stores cfg as JSON under ConfigKey and the head's tensors
+// under prefix (normally Prefix). head must be built from cfg.Head.
+func AddFrontEnd(f *safetensors.File, cfg Config, head *Head, prefix string) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if head.Config != cfg.Head {
+		return fmt.Errorf("vision: head configuration %+v differs from the front end's %+v", head.Config, cfg.Head)
+	}
+	f.Metadata[ConfigKey] = cfg.JSON()
+	for _, s := range head.Specs {
+		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(head.Params[s.Offset:s.Offset+s.Size], s.Shape...)
+	}
+	return nil
+}
+
+// FrontEndFromFile reads the configuration under ConfigKey and the head's
+// tensors under prefix, checking every tensor's presence, shape and values
+// and reporting every problem it finds.
+func FrontEndFromFile(f *safetensors.File, prefix string) (Config, *Head, error) {
+	js, ok := f.Metadata[ConfigKey]
+	if !ok {
+		return Config{}, nil, fmt.Errorf("no %q entry in the checkpoint metadata", ConfigKey)
+	}
+	cfg, err := ParseConfig([]byte(js))
+	if err != nil {
+		return Config{}, nil, err
+	}
+	head, err := NewHead(cfg.Head)
+	if err != nil {
+		return Config{}, nil, err
+	}
+	var problems []string
+	for _, s := range head.Specs {
+		name := prefix + s.Name
+		t, ok := f.Tensors[name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", name, s.Shape))
+			continue
+		case !slices.Equal(t.Shape, s.Shape):
+			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", name, t.Shape, s.Shape))
+			continue
+		}
+		dst := head.Params[s.Offset : s.Offset+s.Size]
+		if err := t.Float32(dst); err != nil {
+			problems = append(problems, fmt.Sprintf("tensor %s: %v", name, err))
+			continue
+		}
+		for i, x := range dst {
+			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+				problems = append(problems, fmt.Sprintf("tensor %s holds %v at element %d", name, x, i))
+				break
+			}
+		}
+	}
+	var extra []string
+	for name := range f.Tensors {
+		if strings.HasPrefix(name, prefix) && !slices.ContainsFunc(head.Specs, func(s ParamSpec) bool { return prefix+s.Name == name }) {
+			extra = append(extra, fmt.Sprintf("unexpected tensor %s (film %q)", name, cfg.Head.FiLM))
+		}
+	}
+	sort.Strings(extra)
+	problems = append(problems, extra...)
+	if len(problems) > 0 {
+		return Config{}, nil, errors.New("vision checkpoint does not match its configuration:\n  " + strings.Join(problems, "\n  "))
+	}
+	return cfg, head, nil
+}
+
+// SaveFrontEnd writes cfg and head alone as a checkpoint file, in the
+// layout policy checkpoints use for their front end.
+func SaveFrontEnd(path string, cfg Config, head *Head) error {
+	f := safetensors.New()
+	if err := AddFrontEnd(f, cfg, head, Prefix); err != nil {
+		return err
+	}
+	if err := safetensors.WriteFile(path, f); err != nil {
+		return fmt.Errorf("save vision front end %s: %w", path, err)
+	}
+	return nil
+}
+
+// LoadFrontEnd reads a checkpoint holding a front end under Prefix and
+// ConfigKey (a policy checkpoint, or one written by SaveFrontEnd).
+func LoadFrontEnd(path string) (Config, *Head, error) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("load vision front end: %w", err)
+	}
+	cfg, head, err := FrontEndFromFile(f, Prefix)
+	if err != nil {
+		return Config{}, nil, fmt.Errorf("load vision front end %s: %w", path, err)
+	}
+	return cfg, head, nil
+}

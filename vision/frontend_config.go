@@ -1,0 +1,171 @@
+package vision
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// ConfigKey is the checkpoint metadata key holding Config as JSON, and
+// Prefix the prefix of the head's tensor names.
+const (
+	ConfigKey = "vision.config"
+	Prefix    = "vision/"
+)
+
+// FiLMPlacement says where the instruction conditions the image features.
+type FiLMPlacement string
+
+const (
+	// FiLMHead applies FiLM in Go, after the 1x1 projection (the default).
+	FiLMHead FiLMPlacement = "head"
+	// FiLMBackbone leaves FiLM to the backbone graph, which takes the
+	// embedding as a second input (RT-1 puts FiLM after every MBConv
+	// block); the head then has no FiLM parameters.
+	FiLMBackbone FiLMPlacement = "backbone"
+)
+
+// HeadConfig describes the Go-side layers after the backbone: the 1x1
+// projection, FiLM and TokenLearner.
+type HeadConfig struct {
+	FeatureChannels    int           `json:"feature_channels"`    // C of the backbone's feature map, e.g. 1536 for B3
+	Dim                int           `json:"dim"`                 // d, token width; default 512
+	EmbeddingDim       int           `json:"embedding_dim"`       // E, instruction embedding width; default 512
+	Tokens             int           `json:"tokens"`              // K tokens per frame; default 8
+	TokenLearnerHidden int           `json:"tokenlearner_hidden"` // TokenLearner bottleneck; default 64
+	FiLM               FiLMPlacement `json:"film"`                // head (default) or backbone
+	LayerNormEps       float64       `json:"layernorm_eps"`       // default 1e-6 (Flax)
+}
+
+// WithDefaults returns c with unset fields at their defaults.
+func (c HeadConfig) WithDefaults() HeadConfig {
+	if c.Dim == 0 {
+		c.Dim = 512
+	}
+	if c.EmbeddingDim == 0 {
+		c.EmbeddingDim = 512
+	}
+	if c.Tokens == 0 {
+		c.Tokens = 8
+	}
+	if c.TokenLearnerHidden == 0 {
+		c.TokenLearnerHidden = 64
+	}
+	if c.FiLM == "" {
+		c.FiLM = FiLMHead
+	}
+	if c.LayerNormEps == 0 {
+		c.LayerNormEps = 1e-6
+	}
+	return c
+}
+
+// maxWidth bounds every width of the head, against absurd configurations.
+const maxWidth = 1 << 16
+
+// Validate reports the first field that makes c unusable.
+func (c HeadConfig) Validate() error {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"feature_channels", c.FeatureChannels}, {"dim", c.Dim}, {"embedding_dim", c.EmbeddingDim},
+		{"tokens", c.Tokens}, {"tokenlearner_hidden", c.TokenLearnerHidden},
+	} {
+		if f.v <= 0 || f.v > maxWidth {
+			return fmt.Errorf("vision head: %s = %d must be within 1..%d", f.name, f.v, maxWidth)
+		}
+	}
+	switch c.FiLM {
+	case FiLMHead, FiLMBackbone:
+	default:
+		return fmt.Errorf("vision head: film %q (want head or backbone)", c.FiLM)
+	}
+	if !(c.LayerNormEps > 0 && c.LayerNormEps < 1) {
+		return fmt.Errorf("vision head: layernorm_eps %v must be in (0, 1)", c.LayerNormEps)
+	}
+	return nil
+}
+
+// BackboneRef names the backbone a configuration was trained with, so that
+// a checkpoint can refuse to run on another one.
+type BackboneRef struct {
+	File      string `json:"file,omitempty"`       // ONNX file name, resolved by the caller
+	SHA256    string `json:"sha256,omitempty"`     // hex SHA-256 of the file; empty: not checked
+	Layer     string `json:"layer,omitempty"`      // output layer; empty: the graph's output
+	FiLMInput string `json:"film_input,omitempty"` // the embedding input, when the head's FiLM is "backbone"
+}
+
+// Config is the whole front end's configuration, stored in a checkpoint
+// under ConfigKey.
+type Config struct {
+	Preprocess PreprocessConfig `json:"preprocess"`
+	Head       HeadConfig       `json:"head"`
+	History    int              `json:"history"` // H frames in the token window; default 6 (RT-1)
+	Backbone   BackboneRef      `json:"backbone"`
+}
+
+// DefaultConfig is RT-1's front end for a backbone with the given number
+// of output channels (1536 for EfficientNet-B3).
+func DefaultConfig(featureChannels int) Config {
+	return Config{
+		Preprocess: DefaultPreprocess(),
+		Head:       HeadConfig{FeatureChannels: featureChannels}.WithDefaults(),
+		History:    6,
+	}
+}
+
+// MaxHistory bounds the window.
+const MaxHistory = 1024
+
+// Validate reports the first problem of c.
+func (c Config) Validate() error {
+	if err := c.Preprocess.Validate(); err != nil {
+		return err
+	}
+	if err := c.Head.Validate(); err != nil {
+		return err
+	}
+	if c.History <= 0 || c.History > MaxHistory {
+		return fmt.Errorf("vision: history %d must be within 1..%d", c.History, MaxHistory)
+	}
+	switch {
+	case c.Head.FiLM == FiLMBackbone && c.Backbone.FiLMInput == "":
+		return fmt.Errorf("vision: head.film is %q but backbone.film_input names no input", FiLMBackbone)
+	case c.Head.FiLM == FiLMHead && c.Backbone.FiLMInput != "":
+		return fmt.Errorf("vision: backbone.film_input is %q but head.film is %q: FiLM would be applied twice", c.Backbone.FiLMInput, FiLMHead)
+	}
+	return nil
+}
+
+// JSON returns c as stored in a checkpoint.
+func (c Config) JSON() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic("vision: " + err.Error())
+	}
+	return string(b)
+}
+
+// ParseConfig reads a Config from JSON. Omitted preprocessing fields keep
+// DefaultPreprocess's values, omitted head fields their defaults, an
+// omitted history 6; unknown fields are an error.
+func ParseConfig(b []byte) (Config, error) {
+	c := Config{Preprocess: DefaultPreprocess()}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("vision config: %w", err)
+	}
+	if dec.More() {
+		return Config{}, fmt.Errorf("vision config: data after the JSON object")
+	}
+	c.Head = c.Head.WithDefaults()
+	if c.History == 0 {
+		c.History = 6
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}

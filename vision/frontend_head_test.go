@@ -1,0 +1,222 @@
+package vision
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// randomHead returns a head with every parameter random (FiLM included),
+// so that no layer is an identity in the tests that use it.
+func randomHead(t testing.TB, c HeadConfig, r *rand.Rand) *Head {
+	t.Helper()
+	h, err := NewHead(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range h.Params {
+		h.Params[i] = float32(r.NormFloat64() * 0.3)
+	}
+	return h
+}
+
+// naiveHead is the head's forward pass from the definitions: projection
+// and FiLM in float64, then naiveTokenLearner. feat (C, N), e (E).
+func naiveHead(h *Head, feat, e []float32, n int) []float64 {
+	c := h.Config
+	C, d, E := c.FeatureChannels, c.Dim, c.EmbeddingDim
+	x := make([]float32, n*d)
+	for p := range n {
+		for j := range d {
+			s := float64(h.P.ProjBias[j])
+			for ch := range C {
+				s += float64(feat[ch*n+p]) * float64(h.P.ProjKernel[ch*d+j])
+			}
+			if c.FiLM == FiLMHead {
+				g, b := float64(h.P.FiLM.MultBias[j]), float64(h.P.FiLM.AddBias[j])
+				for i := range E {
+					g += float64(e[i]) * float64(h.P.FiLM.MultKernel[i*d+j])
+					b += float64(e[i]) * float64(h.P.FiLM.AddKernel[i*d+j])
+				}
+				s = s*(1+g) + b
+			}
+			x[p*d+j] = float32(s)
+		}
+	}
+	out, _ := naiveTokenLearner(x, &h.P.TokenLearner, n, d, c.TokenLearnerHidden, c.Tokens, c.LayerNormEps)
+	return out
+}
+
+func TestHeadForwardMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, film := range []FiLMPlacement{FiLMHead, FiLMBackbone} {
+		c := HeadConfig{FeatureChannels: 24, Dim: 16, EmbeddingDim: 12, Tokens: 4, TokenLearnerHidden: 8, FiLM: film}
+		h := randomHead(t, c, r)
+		const n = 20
+		feat, e := randFloats(r, 24*n, 1), randFloats(r, 12, 1)
+		out := make([]float32, 4*16)
+		h.Forward(out, h.NewActs(n), feat, e)
+		if err := relErr64(out, naiveHead(h, feat, e, n)); err > 1e-4 {
+			t.Errorf("film %s: tokens differ from the definition by %g (relative)", film, err)
+		}
+	}
+}
+
+// TestHeadFiLMStartsAsIdentity: an initialised head with FiLM gives the
+// same tokens as the same head without FiLM, whatever the instruction.
+func TestHeadFiLMStartsAsIdentity(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	c := HeadConfig{FeatureChannels: 16, Dim: 32, EmbeddingDim: 8, Tokens: 4, TokenLearnerHidden: 8}
+	with, err := NewHead(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	with.Init(3)
+	c.FiLM = FiLMBackbone
+	without, err := NewHead(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Copy every tensor the two heads share, by name.
+	for _, s := range without.Specs {
+		i := slices.IndexFunc(with.Specs, func(w ParamSpec) bool { return w.Name == s.Name })
+		copy(without.Params[s.Offset:s.Offset+s.Size], with.Params[with.Specs[i].Offset:])
+	}
+	const n = 12
+	feat := randFloats(r, 16*n, 1)
+	a, b := make([]float32, 4*32), make([]float32, 4*32)
+	without.Forward(b, without.NewActs(n), feat, nil)
+	for range 3 {
+		with.Forward(a, with.NewActs(n), feat, randFloats(r, 8, 5))
+		if !slices.Equal(a, b) {
+			t.Fatal("initialised FiLM changed the tokens")
+		}
+	}
+}
+
+func TestHeadGradients(t *testing.T) {
+	r := rand.New(rand.NewPCG(35, 36))
+	for _, film := range []FiLMPlacement{FiLMHead, FiLMBackbone} {
+		t.Run(string(film), func(t *testing.T) {
+			c := HeadConfig{FeatureChannels: 5, Dim: 6, EmbeddingDim: 3, Tokens: 2, TokenLearnerHidden: 4, FiLM: film}
+			h := randomHead(t, c, r)
+			const n = 4
+			feat, e := randFloats(r, 5*n, 1), randFloats(r, 3, 1)
+			dOut := randFloats(r, 2*6, 1)
+			a := h.NewActs(n)
+			out := make([]float32, 2*6)
+			loss := func() float64 {
+				h.Forward(out, a, feat, e)
+				return dot64(out, dOut)
+			}
+			loss()
+			grads := make([]float32, h.NumParams())
+			g := h.View(grads)
+			dFeat, dEmb := make([]float32, 5*n), make([]float32, 3)
+			h.Backward(&g, dEmb, dFeat, dOut, a, feat, e)
+			gradCheck(t, "feat", feat, dFeat, loss, 5*n, r)
+			if film == FiLMHead {
+				gradCheck(t, "embedding", e, dEmb, loss, 3, r)
+			} else if slices.ContainsFunc(dEmb, func(v float32) bool { return v != 0 }) {
+				t.Errorf("embedding gradient %v without FiLM in the head", dEmb)
+			}
+			for _, s := range h.Specs {
+				gradCheck(t, s.Name, h.Params[s.Offset:s.Offset+s.Size], grads[s.Offset:s.Offset+s.Size], loss, 12, r)
+			}
+		})
+	}
+}
+
+func TestHeadSpecsAndInit(t *testing.T) {
+	h, err := NewHead(HeadConfig{FeatureChannels: 1536})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]int{
+		"conv1x1/kernel": {1536, 512}, "conv1x1/bias": {512},
+		"film/mult/kernel": {512, 512}, "film/mult/bias": {512}, "film/add/kernel": {512, 512}, "film/add/bias": {512},
+		"TokenLearnerModuleV11_0/LayerNorm_0/scale": {512}, "TokenLearnerModuleV11_0/LayerNorm_0/bias": {512},
+		"TokenLearnerModuleV11_0/token_masking/Dense_0/kernel": {512, 64}, "TokenLearnerModuleV11_0/token_masking/Dense_0/bias": {64},
+		"TokenLearnerModuleV11_0/token_masking/Dense_1/kernel": {64, 8}, "TokenLearnerModuleV11_0/token_masking/Dense_1/bias": {8},
+	}
+	if len(h.Specs) != len(want) {
+		t.Fatalf("%d tensors, want %d", len(h.Specs), len(want))
+	}
+	total := 0
+	for _, s := range h.Specs {
+		if !slices.Equal(s.Shape, want[s.Name]) {
+			t.Errorf("%s: shape %v, want %v", s.Name, s.Shape, want[s.Name])
+		}
+		if s.Offset != total {
+			t.Errorf("%s at offset %d, want %d", s.Name, s.Offset, total)
+		}
+		total += s.Size
+	}
+	if h.NumParams() != total || total != 1536*512+512+2*(512*512+512)+2*512+512*64+64+64*8+8 {
+		t.Errorf("%d parameters", h.NumParams())
+	}
+	h.Init(1)
+	first := slices.Clone(h.Params)
+	h.Init(1)
+	if !slices.Equal(first, h.Params) {
+		t.Error("Init is not deterministic")
+	}
+	h.Init(2)
+	if slices.Equal(first, h.Params) {
+		t.Error("Init ignores the seed")
+	}
+	for _, v := range [][]float32{h.P.FiLM.MultKernel, h.P.FiLM.MultBias, h.P.FiLM.AddKernel, h.P.FiLM.AddBias} {
+		if slices.ContainsFunc(v, func(x float32) bool { return x != 0 }) {
+			t.Error("FiLM is not zero after Init")
+		}
+	}
+	if slices.ContainsFunc(h.P.TokenLearner.LNScale, func(x float32) bool { return x != 1 }) {
+		t.Error("LayerNorm scale is not one after Init")
+	}
+	// Xavier uniform: |w| <= sqrt(6 / (fan_in + fan_out)), and not all tiny.
+	limit := float32(math.Sqrt(6.0 / (1536 + 512)))
+	var big int
+	for _, w := range h.P.ProjKernel {
+		if w > limit || w < -limit {
+			t.Fatalf("projection weight %v outside the xavier limit", w)
+		}
+		if w > limit/2 || w < -limit/2 {
+			big++
+		}
+	}
+	if big < len(h.P.ProjKernel)/3 {
+		t.Errorf("only %d of %d projection weights above half the limit: not uniform", big, len(h.P.ProjKernel))
+	}
+}
+
+func TestHeadDoesNotAllocate(t *testing.T) {
+	r := rand.New(rand.NewPCG(37, 38))
+	h := randomHead(t, HeadConfig{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16}, r)
+	const n = 25
+	feat, e := randFloats(r, 64*n, 1), randFloats(r, 16, 1)
+	a := h.NewActs(n)
+	out := make([]float32, h.Config.Tokens*32)
+	grads := make([]float32, h.NumParams())
+	g := h.View(grads)
+	if allocs := testing.AllocsPerRun(20, func() { h.Forward(out, a, feat, e) }); allocs != 0 {
+		t.Errorf("Forward: %v allocations", allocs)
+	}
+	if allocs := testing.AllocsPerRun(20, func() { h.Backward(&g, nil, nil, out, a, feat, e) }); allocs != 0 {
+		t.Errorf("Backward: %v allocations", allocs)
+	}
+}
+
+func TestHeadConfigRejects(t *testing.T) {
+	for _, c := range []HeadConfig{
+		{},
+		{FeatureChannels: -1},
+		{FeatureChannels: 8, Dim: 1 << 20},
+		{FeatureChannels: 8, FiLM: "everywhere"},
+		{FeatureChannels: 8, LayerNormEps: -1},
+	} {
+		if _, err := NewHead(c); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+}

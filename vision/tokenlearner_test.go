@@ -1,0 +1,229 @@
+package vision
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func randFloats(r *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * scale)
+	}
+	return x
+}
+
+// tokenLearnerTestParams returns random TokenLearner parameters (not the
+// init: biases and LayerNorm affine non-trivial too).
+func tokenLearnerTestParams(r *rand.Rand, d, hidden, k int) *TokenLearnerParams {
+	return &TokenLearnerParams{
+		LNScale: randFloats(r, d, 1), LNBias: randFloats(r, d, 0.3),
+		Kernel0: randFloats(r, d*hidden, 1/math.Sqrt(float64(d))), Bias0: randFloats(r, hidden, 0.1),
+		Kernel1: randFloats(r, hidden*k, 1/math.Sqrt(float64(hidden))), Bias1: randFloats(r, k, 0.1),
+	}
+}
+
+// naiveTokenLearner is TokenLearner v1.1 written out in float64, straight
+// from the definition, as the oracle for TokenLearnerForward.
+// in (n, d) -> out (k, d), weights (k, n).
+func naiveTokenLearner(in []float32, p *TokenLearnerParams, n, d, hidden, k int, eps float64) (out, weights []float64) {
+	logits := make([]float64, n*k)
+	for i := range n {
+		x := in[i*d : i*d+d]
+		var mean, sq float64
+		for _, v := range x {
+			mean += float64(v)
+		}
+		mean /= float64(d)
+		for _, v := range x {
+			sq += (float64(v) - mean) * (float64(v) - mean)
+		}
+		std := math.Sqrt(sq/float64(d) + eps)
+		ln := make([]float64, d)
+		for j, v := range x {
+			ln[j] = (float64(v)-mean)/std*float64(p.LNScale[j]) + float64(p.LNBias[j])
+		}
+		hid := make([]float64, hidden)
+		for o := range hidden {
+			s := float64(p.Bias0[o])
+			for j := range d {
+				s += ln[j] * float64(p.Kernel0[j*hidden+o])
+			}
+			// gelu, tanh approximation (Flax's default)
+			hid[o] = 0.5 * s * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(s+0.044715*s*s*s)))
+		}
+		for o := range k {
+			s := float64(p.Bias1[o])
+			for j := range hidden {
+				s += hid[j] * float64(p.Kernel1[j*k+o])
+			}
+			logits[i*k+o] = s
+		}
+	}
+	weights = make([]float64, k*n)
+	out = make([]float64, k*d)
+	for o := range k {
+		mx := math.Inf(-1)
+		for i := range n {
+			mx = math.Max(mx, logits[i*k+o])
+		}
+		var sum float64
+		for i := range n {
+			weights[o*n+i] = math.Exp(logits[i*k+o] - mx)
+			sum += weights[o*n+i]
+		}
+		for i := range n {
+			weights[o*n+i] /= sum
+			for j := range d {
+				out[o*d+j] += weights[o*n+i] * float64(in[i*d+j])
+			}
+		}
+	}
+	return out, weights
+}
+
+func relErr64(got []float32, want []float64) float64 {
+	var num, den float64
+	for i := range got {
+		num = math.Max(num, math.Abs(float64(got[i])-want[i]))
+		den = math.Max(den, math.Abs(want[i]))
+	}
+	return num / math.Max(den, 1e-30)
+}
+
+func TestTokenLearnerMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	for _, s := range []struct{ n, d, hidden, k int }{{9, 16, 8, 4}, {81, 64, 64, 8}, {100, 32, 16, 8}, {1, 8, 4, 2}} {
+		p := tokenLearnerTestParams(r, s.d, s.hidden, s.k)
+		in := randFloats(r, s.n*s.d, 2)
+		a := NewTokenLearnerActs(s.n, s.d, s.hidden, s.k)
+		out := make([]float32, s.k*s.d)
+		TokenLearnerForward(out, a, in, p, 1e-6)
+		wantOut, wantW := naiveTokenLearner(in, p, s.n, s.d, s.hidden, s.k, 1e-6)
+		if e := relErr64(out, wantOut); e > 1e-4 {
+			t.Errorf("%+v: tokens differ from the float64 definition by %g (relative)", s, e)
+		}
+		if e := relErr64(a.Weights, wantW); e > 1e-4 {
+			t.Errorf("%+v: weights differ from the float64 definition by %g (relative)", s, e)
+		}
+	}
+}
+
+func TestTokenLearnerWeightsSumToOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	const n, d, hidden, k = 81, 64, 64, 8
+	h, err := NewHead(HeadConfig{FeatureChannels: 4, Dim: d, TokenLearnerHidden: hidden, Tokens: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Init(1)
+	for _, p := range []*TokenLearnerParams{&h.P.TokenLearner, tokenLearnerTestParams(r, d, hidden, k)} {
+		for _, scale := range []float64{0.01, 1, 100} {
+			in := randFloats(r, n*d, scale)
+			a := NewTokenLearnerActs(n, d, hidden, k)
+			out := make([]float32, k*d)
+			TokenLearnerForward(out, a, in, p, 1e-6)
+			for j := range k {
+				var sum float64
+				for i, w := range a.Weights[j*n : j*n+n] {
+					if w < 0 || math.IsNaN(float64(w)) {
+						t.Fatalf("token %d: weight %d is %v", j, i, w)
+					}
+					sum += float64(w)
+				}
+				if math.Abs(sum-1) > 1e-5 {
+					t.Errorf("input scale %g: token %d's weights sum to %v", scale, j, sum)
+				}
+			}
+		}
+	}
+}
+
+// gradCheck compares an analytic gradient with central differences of
+// loss, a function of x, at up to maxPoints coordinates of x.
+func gradCheck(t *testing.T, name string, x []float32, analytic []float32, loss func() float64, maxPoints int, r *rand.Rand) {
+	t.Helper()
+	idx := r.Perm(len(x))
+	if len(idx) > maxPoints {
+		idx = idx[:maxPoints]
+	}
+	var worst float64
+	var scale float64
+	for _, g := range analytic {
+		scale = math.Max(scale, math.Abs(float64(g)))
+	}
+	for _, i := range idx {
+		old := x[i]
+		h := float32(1e-2) * max(1, float32(math.Abs(float64(old))))
+		x[i] = old + h
+		up := loss()
+		x[i] = old - h
+		down := loss()
+		x[i] = old
+		num := (up - down) / (2 * float64(h))
+		err := math.Abs(num-float64(analytic[i])) / math.Max(scale, 1e-3) // floor: some gradients are zero by symmetry
+		worst = math.Max(worst, err)
+		if err > 2e-2 {
+			t.Errorf("%s[%d]: analytic %g, numeric %g", name, i, analytic[i], num)
+			return
+		}
+	}
+	t.Logf("%s: worst error %.2g of the largest gradient over %d points", name, worst, len(idx))
+}
+
+// dot64 is Σ a·b in float64: the loss whose gradient with respect to
+// the output is b.
+func dot64(a, b []float32) float64 {
+	var s float64
+	for i := range a {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+func TestTokenLearnerGradients(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	const n, d, hidden, k = 7, 6, 5, 3
+	p := tokenLearnerTestParams(r, d, hidden, k)
+	in := randFloats(r, n*d, 1)
+	dOut := randFloats(r, k*d, 1)
+	a := NewTokenLearnerActs(n, d, hidden, k)
+	out := make([]float32, k*d)
+	loss := func() float64 {
+		TokenLearnerForward(out, a, in, p, 1e-6)
+		return dot64(out, dOut)
+	}
+	loss()
+	g := &TokenLearnerParams{
+		LNScale: make([]float32, d), LNBias: make([]float32, d),
+		Kernel0: make([]float32, d*hidden), Bias0: make([]float32, hidden),
+		Kernel1: make([]float32, hidden*k), Bias1: make([]float32, k),
+	}
+	dIn := make([]float32, n*d)
+	TokenLearnerBackward(dIn, g, dOut, a, in, p)
+	gradCheck(t, "in", in, dIn, loss, 50, r)
+	gradCheck(t, "LNScale", p.LNScale, g.LNScale, loss, d, r)
+	gradCheck(t, "LNBias", p.LNBias, g.LNBias, loss, d, r)
+	gradCheck(t, "Kernel0", p.Kernel0, g.Kernel0, loss, 30, r)
+	gradCheck(t, "Bias0", p.Bias0, g.Bias0, loss, hidden, r)
+	gradCheck(t, "Kernel1", p.Kernel1, g.Kernel1, loss, 15, r)
+	gradCheck(t, "Bias1", p.Bias1, g.Bias1, loss, k, r)
+
+	// Without dIn the parameter gradients are the same.
+	loss()
+	g2 := &TokenLearnerParams{
+		LNScale: make([]float32, d), LNBias: make([]float32, d),
+		Kernel0: make([]float32, d*hidden), Bias0: make([]float32, hidden),
+		Kernel1: make([]float32, hidden*k), Bias1: make([]float32, k),
+	}
+	TokenLearnerBackward(nil, g2, dOut, a, in, p)
+	clear(g.LNScale)
+	clear(g.LNBias)
+	TokenLearnerBackward(make([]float32, n*d), g, dOut, a, in, p) // g.LN* now hold one pass
+	for j := range d {
+		if math.Abs(float64(g.LNScale[j]-g2.LNScale[j])) > 1e-5 || math.Abs(float64(g.LNBias[j]-g2.LNBias[j])) > 1e-5 {
+			t.Fatalf("LayerNorm gradients without dIn differ at %d: %v/%v vs %v/%v", j, g2.LNScale[j], g2.LNBias[j], g.LNScale[j], g.LNBias[j])
+		}
+	}
+}
