@@ -1,0 +1,294 @@
+package policy
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/internal/safetensors"
+	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/ttm"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// A policy checkpoint is one safetensors file holding every part:
+//
+//	metadata  policy.config, ttm.config, vision.config, language.config, language.vocab
+//	tensors   policy/...  (action embeddings, head)
+//	          ttm/...     (Flax names, see package ttm)
+//	          vision/...  (1x1 projection, FiLM, TokenLearner)
+//	          language/... (instruction embedding)
+//
+// vision.config names the backbone ONNX file (relative to the checkpoint's
+// directory unless absolute) and its SHA-256, so a checkpoint never runs on
+// a backbone it was not made with.
+
+// Expect is what the node is configured for; Load fails closed when the
+// checkpoint disagrees. Zero fields are not checked.
+type Expect struct {
+	ActionSpace    *ActionSpace
+	ImageHeight    int       // network input size after preprocessing
+	ImageWidth     int       //
+	BackboneSHA256 string    // hex digest of the backbone file
+	Mean, Std      []float32 // per channel, as in the preprocessing
+}
+
+// Options control Load.
+type Options struct {
+	// Backbone overrides the backbone file the checkpoint names. Its SHA-256
+	// is still checked against the checkpoint's.
+	Backbone string
+	// NoBackbone loads the policy without opening a backbone: only
+	// StepTokens works (training on cached features, tests).
+	NoBackbone bool
+	// Threads is the number of OpenCV threads (0: OpenCV's default).
+	Threads int
+	Expect  Expect
+	// Log defaults to a logger that discards everything.
+	Log hclog.Logger
+}
+
+// DefaultVocabulary is the word list of fresh checkpoints: the words of
+// kitchen manipulation instructions. Other words are still told apart by
+// the language model's hashed character n-grams.
+var DefaultVocabulary = strings.Fields(`a an the to of on in into at from near next by up down over back
+	pick lift grab take knock push topple place put set stand move bring open close shut pull
+	upright left right top bottom middle first second drawer counter table
+	can coke pepsi sprite bottle water apple orange sponge chip bag bowl cup rag brush
+	red green blue yellow white black purple it that this where was pointed shown`)
+
+// Create writes a complete policy checkpoint with fresh weights to out:
+// the TTM, the vision head, the language model and the action head, all
+// seeded. When backbone is empty it first writes a seeded EfficientNet as
+// spec.Backbone describes next to out (<out without extension>.backbone.onnx).
+func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) error {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	if err := spec.Validate(); err != nil {
+		return err
+	}
+	dir := filepath.Dir(out)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if backbone == "" {
+		gen := spec.Backbone
+		gen.Seed = seed
+		net, err := vision.GenerateEfficientNet(gen)
+		if err != nil {
+			return fmt.Errorf("generate backbone: %w", err)
+		}
+		backbone = strings.TrimSuffix(out, filepath.Ext(out)) + ".backbone.onnx"
+		if _, err := net.WriteONNX(backbone); err != nil {
+			return fmt.Errorf("write backbone: %w", err)
+		}
+		log.Info("wrote a seeded backbone", "file", backbone, "variant", gen.Variant, "height", gen.Height, "width", gen.Width)
+	}
+	sum, err := fileSHA256(backbone)
+	if err != nil {
+		return fmt.Errorf("backbone %s: %w", backbone, err)
+	}
+	rel, err := filepath.Rel(dir, backbone)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel, _ = filepath.Abs(backbone)
+	}
+	spec.Vision.Backbone.File, spec.Vision.Backbone.SHA256 = rel, sum
+
+	model, err := ttm.NewModel(spec.TTM)
+	if err != nil {
+		return err
+	}
+	model.Init(seed)
+	vhead, err := vision.NewHead(spec.Vision.Head)
+	if err != nil {
+		return err
+	}
+	vhead.Init(seed)
+	vocab, err := language.NewVocab(DefaultVocabulary)
+	if err != nil {
+		return err
+	}
+	lang, err := language.NewModel(spec.Language, vocab)
+	if err != nil {
+		return err
+	}
+	lang.Init(seed)
+	p := assemble(spec, model, vhead, lang, nil)
+	p.initOwn(seed)
+	return p.Save(out)
+}
+
+// Save writes the policy's checkpoint (without the backbone file, which it
+// names).
+func (p *Policy) Save(path string) error {
+	f := safetensors.New()
+	f.Metadata[ConfigKey] = p.spec.Policy.JSON()
+	p.model.AddTo(f, ttm.Prefix)
+	if err := vision.AddFrontEnd(f, p.spec.Vision, p.visionHd, vision.Prefix); err != nil {
+		return err
+	}
+	p.lang.AddTo(f, language.Prefix)
+	for _, s := range p.specs {
+		f.Tensors[s.name] = safetensors.FromFloat32(*s.dst, s.shape...)
+	}
+	return safetensors.WriteFile(path, f)
+}
+
+// Load reads a policy checkpoint, checks it against opts.Expect and opens
+// its backbone. Every mismatch is an error: the node refuses to start
+// rather than act on a policy made for another robot or camera.
+func Load(path string, opts Options) (*Policy, error) {
+	if opts.Log == nil {
+		opts.Log = hclog.NewNullLogger()
+	}
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	p, err := fromFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", path, err)
+	}
+	if err := p.spec.check(opts.Expect); err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", path, err)
+	}
+	if opts.NoBackbone {
+		return p, nil
+	}
+	// OpenBLAS worker threads keep spinning after a product and would take
+	// cores from OpenCV's; the TTM's large products use nn's own workers.
+	nn.SetThreads(1)
+	backbone := opts.Backbone
+	if backbone == "" {
+		backbone = p.spec.Vision.Backbone.File
+		if !filepath.IsAbs(backbone) {
+			backbone = filepath.Join(filepath.Dir(path), backbone)
+		}
+	}
+	if _, err := os.Stat(backbone); err != nil {
+		return nil, fmt.Errorf("load policy %s: backbone: %w", path, err)
+	}
+	front, err := vision.OpenFrontEnd(p.spec.Vision, p.visionHd, backbone, opts.Threads, opts.Log)
+	if err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", path, err)
+	}
+	p.front = front
+	return p, nil
+}
+
+func fromFile(f *safetensors.File) (*Policy, error) {
+	js, ok := f.Metadata[ConfigKey]
+	if !ok {
+		return nil, fmt.Errorf("no %q entry in the checkpoint metadata (a TTM-only checkpoint?)", ConfigKey)
+	}
+	pc, err := ParseConfig([]byte(js))
+	if err != nil {
+		return nil, err
+	}
+	model, err := ttm.FromFile(f, ttm.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	vcfg, vhead, err := vision.FrontEndFromFile(f, vision.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	lang, err := language.FromFile(f, language.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	spec := Spec{Policy: pc, TTM: model.Config, Vision: vcfg, Language: lang.Config}
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	p := assemble(spec, model, vhead, lang, nil)
+	var problems []string
+	known := map[string]bool{}
+	for _, s := range p.specs {
+		known[s.name] = true
+		t, ok := f.Tensors[s.name]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", s.name, s.shape))
+		case !equalShape(t.Shape, s.shape):
+			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", s.name, t.Shape, s.shape))
+		default:
+			if err := t.Float32(*s.dst); err != nil {
+				problems = append(problems, fmt.Sprintf("tensor %s: %v", s.name, err))
+			} else if !finite(*s.dst) {
+				problems = append(problems, fmt.Sprintf("tensor %s holds NaN or Inf", s.name))
+			}
+		}
+	}
+	for name := range f.Tensors {
+		if strings.HasPrefix(name, Prefix) && !known[name] {
+			problems = append(problems, "unexpected tensor "+name)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("checkpoint does not match its configuration:\n  %s", strings.Join(problems, "\n  "))
+	}
+	return p, nil
+}
+
+func fileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func equalShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// check compares the checkpoint with what the node expects.
+func (s Spec) check(e Expect) error {
+	if e.ActionSpace != nil {
+		if err := e.ActionSpace.Compare(s.Policy.ActionSpace); err != nil {
+			return fmt.Errorf("action space mismatch: %w", err)
+		}
+	}
+	pre := s.Vision.Preprocess
+	if e.ImageHeight != 0 && e.ImageHeight != pre.Height || e.ImageWidth != 0 && e.ImageWidth != pre.Width {
+		return fmt.Errorf("image size mismatch: the checkpoint takes %dx%d, the node is configured for %dx%d",
+			pre.Height, pre.Width, e.ImageHeight, e.ImageWidth)
+	}
+	if e.BackboneSHA256 != "" && !strings.EqualFold(e.BackboneSHA256, s.Vision.Backbone.SHA256) {
+		return fmt.Errorf("backbone mismatch: the checkpoint was made with SHA-256 %s, the node is configured for %s",
+			s.Vision.Backbone.SHA256, e.BackboneSHA256)
+	}
+	for i, m := range e.Mean {
+		if i >= len(pre.Mean) || pre.Mean[i] != m {
+			return fmt.Errorf("normalisation mismatch: the checkpoint's mean is %v, the node is configured for %v", pre.Mean, e.Mean)
+		}
+	}
+	for i, sd := range e.Std {
+		if i >= len(pre.Std) || pre.Std[i] != sd {
+			return fmt.Errorf("normalisation mismatch: the checkpoint's std is %v, the node is configured for %v", pre.Std, e.Std)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,151 @@
+package policy
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/ttm"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// ConfigKey is the checkpoint metadata key of Config, and Prefix the
+// prefix of the policy's own tensors (action embeddings and head).
+const (
+	ConfigKey = "policy.config"
+	Prefix    = "policy/"
+)
+
+// Config is the policy's own part of a checkpoint's configuration; the
+// parts it composes keep theirs (ttm.config, vision.config,
+// language.config).
+//
+// The TTM's input at each step is
+//
+//	I_t = [ window of the last History frames, K tokens each ; one token per action dimension ; Padding zero rows ]
+//
+// so ttm.input_tokens must equal History·K + len(action_space) + Padding.
+type Config struct {
+	Preset      string      `json:"preset,omitempty"`
+	ActionSpace ActionSpace `json:"action_space"`
+	Padding     int         `json:"padding"`
+}
+
+// Spec is a whole policy's configuration: what a checkpoint's metadata
+// holds, and what `ttm init --policy` builds from a preset.
+type Spec struct {
+	Policy   Config
+	TTM      ttm.Config
+	Vision   vision.Config
+	Language language.Config
+	// Backbone generates the seeded EfficientNet a fresh checkpoint runs on
+	// when the user gives none.
+	Backbone vision.EfficientNetConfig
+}
+
+// Validate checks the parts against each other.
+func (s Spec) Validate() error {
+	if err := s.Policy.ActionSpace.Validate(); err != nil {
+		return err
+	}
+	if err := s.TTM.Validate(); err != nil {
+		return err
+	}
+	if err := s.Vision.Validate(); err != nil {
+		return err
+	}
+	if err := s.Language.Validate(); err != nil {
+		return err
+	}
+	h := s.Vision.Head
+	switch {
+	case s.Policy.Padding < 0:
+		return fmt.Errorf("policy: padding %d is negative", s.Policy.Padding)
+	case h.Dim != s.TTM.Dim:
+		return fmt.Errorf("policy: image tokens are %d wide, the TTM's %d", h.Dim, s.TTM.Dim)
+	case h.EmbeddingDim != s.Language.Width:
+		return fmt.Errorf("policy: FiLM takes %d-wide instruction embeddings, the language model makes %d", h.EmbeddingDim, s.Language.Width)
+	}
+	if n := s.Vision.History*h.Tokens + s.Policy.ActionSpace.Len() + s.Policy.Padding; n != s.TTM.InputTokens {
+		return fmt.Errorf("policy: %d frames x %d tokens + %d action tokens + %d padding = %d input tokens, the TTM takes %d",
+			s.Vision.History, h.Tokens, s.Policy.ActionSpace.Len(), s.Policy.Padding, n, s.TTM.InputTokens)
+	}
+	return nil
+}
+
+// Presets are the policies `ttm init --policy --preset` builds.
+//
+// robot: the paper's robot TTM (m 96, r 16, n 48, d 512, 8 layers) on
+// EfficientNet-B0 at 224x224, which sustains 10 Hz here. The 48 input
+// tokens are 4 frames x 8 TokenLearner tokens, the 11 previous-action
+// tokens and 5 zero rows. RT-1's 6 frames x 8 tokens would leave no room
+// for the action tokens within the paper's n = 48, and the TTM's memory,
+// not the window, is what carries the episode's history: 4 frames (0.4 s
+// at 10 Hz) are enough for motion.
+//
+// small: for tests and training in CI: d 64, one frame of 4 tokens, the 11
+// action tokens and 1 zero row (n 16), on B0 at 128x160.
+func Presets() map[string]Spec {
+	robotTTM, _ := ttm.Preset("robot")
+	robotVision := vision.DefaultConfig(1280)
+	robotVision.Preprocess.Height, robotVision.Preprocess.Width = 224, 224
+	robotVision.History = 4
+
+	smallTTM, _ := ttm.Preset("small")
+	smallVision := vision.DefaultConfig(1280)
+	smallVision.Preprocess.Height, smallVision.Preprocess.Width = 128, 160
+	smallVision.History = 1
+	smallVision.Head.Dim, smallVision.Head.EmbeddingDim, smallVision.Head.Tokens, smallVision.Head.TokenLearnerHidden = 64, 64, 4, 32
+	smallLang := language.Config{Width: 64, TokenDim: 64, HashBuckets: 1024, NGramMin: 3, NGramMax: 5}
+
+	return map[string]Spec{
+		"robot": {
+			Policy: Config{Preset: "robot", ActionSpace: RT1(), Padding: 5},
+			TTM:    robotTTM, Vision: robotVision, Language: language.DefaultConfig(),
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 224, Width: 224},
+		},
+		"small": {
+			Policy: Config{Preset: "small", ActionSpace: RT1(), Padding: 1},
+			TTM:    smallTTM, Vision: smallVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160},
+		},
+	}
+}
+
+// Preset returns the named preset, validated.
+func Preset(name string) (Spec, error) {
+	all := Presets()
+	s, ok := all[name]
+	if !ok {
+		names := make([]string, 0, len(all))
+		for n := range all {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return Spec{}, fmt.Errorf("unknown policy preset %q (have %s)", name, strings.Join(names, ", "))
+	}
+	return s, s.Validate()
+}
+
+// JSON returns c as stored in a checkpoint.
+func (c Config) JSON() string {
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic("policy: " + err.Error())
+	}
+	return string(b)
+}
+
+// ParseConfig reads a Config; unknown fields are an error.
+func ParseConfig(b []byte) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("policy config: %w", err)
+	}
+	return c, c.ActionSpace.Validate()
+}

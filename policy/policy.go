@@ -1,0 +1,240 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/ttm"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// Observation is what the policy sees at one step.
+type Observation struct {
+	Frame       vision.Frame // the headcam image, decoded (vision.DecodeImage)
+	Instruction string       // encoded by the policy's language model (cached)
+	// Embedding, if not nil, is an instruction embedding computed upstream;
+	// it replaces Instruction. It is checked for width and finite values.
+	Embedding []float32
+}
+
+// State is everything a policy carries from one step to the next: the TTM
+// memory, the window of recent frames' tokens and the previous action. It
+// is an explicit value: reset it at the start of an episode, snapshot it
+// with Clone, restore it with CopyFrom.
+type State struct {
+	Memory *ttm.Memory
+	Window *vision.Window
+	Prev   []float32 // the previous action; zeros at the start
+	Steps  int
+}
+
+// Reset starts a new episode.
+func (s *State) Reset() {
+	s.Memory.Reset()
+	s.Window.Reset()
+	clear(s.Prev)
+	s.Steps = 0
+}
+
+// Clone returns an independent copy of s.
+func (s *State) Clone() *State {
+	return &State{Memory: s.Memory.Clone(), Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
+}
+
+// CopyFrom restores s from a snapshot of the same policy without allocating.
+func (s *State) CopyFrom(o *State) {
+	s.Memory.CopyFrom(o.Memory)
+	s.Window.CopyFrom(o.Window)
+	copy(s.Prev, o.Prev)
+	s.Steps = o.Steps
+}
+
+// Hash is the TTM memory's hash (ttm.Memory.Hash): equal hashes mean
+// bit-identical memories.
+func (s *State) Hash() uint64 { return s.Memory.Hash() }
+
+// ErrNonFinite reports that the model produced NaN or Inf: the state is
+// left as it was before the step and no action is given.
+var ErrNonFinite = errors.New("policy: the model produced a non-finite value")
+
+// Policy runs the whole model: front end, TTM and action head. It is not
+// safe for concurrent use; its Step allocates nothing in steady state.
+type Policy struct {
+	spec     Spec
+	model    *ttm.Model
+	machine  *ttm.Machine
+	front    *vision.FrontEnd // nil for a policy without a backbone (tokens given directly)
+	lang     *language.Model
+	encoder  *language.Encoder
+	head     *actionHead
+	params   []float32 // the policy's own parameters (action embeddings, head)
+	specs    []paramSpec
+	visionHd *vision.Head
+
+	frame  []float32 // (K, d) the new frame's tokens
+	input  []float32 // (n, d) the TTM's input
+	output []float32 // (r, d)
+	pooled []float32 // (d)
+	logits []float32 // (Σ width)
+	saved  *ttm.Memory
+	action []float32
+}
+
+// assemble builds the policy around its parts; front may be nil.
+func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Model, front *vision.FrontEnd) *Policy {
+	c := spec.TTM
+	p := &Policy{
+		spec: spec, model: model, machine: ttm.NewMachine(model), front: front, lang: lang,
+		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
+		head:  newActionHead(spec.Policy.ActionSpace, c.Dim),
+		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
+		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
+		pooled: make([]float32, c.Dim), saved: ttm.NewMemory(c),
+		action: make([]float32, spec.Policy.ActionSpace.Len()),
+	}
+	p.specs = p.head.specs(Prefix)
+	size := 0
+	for _, s := range p.specs {
+		size += numElements(s.shape)
+	}
+	p.params = make([]float32, size)
+	off := 0
+	for _, s := range p.specs {
+		n := numElements(s.shape)
+		*s.dst = p.params[off : off+n : off+n]
+		off += n
+	}
+	p.logits = make([]float32, p.head.width)
+	return p
+}
+
+func numElements(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
+}
+
+// initOwn fills the policy's own parameters: action embeddings N(0, 0.02),
+// a xavier-uniform head kernel and a zero bias.
+func (p *Policy) initOwn(seed uint64) {
+	r := rand.New(rand.NewPCG(seed, 0x706f6c696379)) // "policy"
+	for _, e := range p.head.embed {
+		for i := range e {
+			e[i] = float32(r.NormFloat64() * 0.02)
+		}
+	}
+	limit := math.Sqrt(6 / float64(p.head.dim+p.head.width))
+	for i := range p.head.kernel {
+		p.head.kernel[i] = float32((2*r.Float64() - 1) * limit)
+	}
+	clear(p.head.bias)
+}
+
+// Spec returns the policy's configuration.
+func (p *Policy) Spec() Spec { return p.spec }
+
+// ActionSpace is the layout of the actions Step writes.
+func (p *Policy) ActionSpace() ActionSpace { return p.spec.Policy.ActionSpace }
+
+// NewState returns the state at the start of an episode.
+func (p *Policy) NewState() *State {
+	v := p.spec.Vision
+	return &State{
+		Memory: ttm.NewMemory(p.spec.TTM),
+		Window: vision.NewWindow(v.History, v.Head.Tokens, v.Head.Dim),
+		Prev:   make([]float32, p.ActionSpace().Len()),
+	}
+}
+
+// SetNoMemory switches the paper's ablation on or off: the memory is zeroed
+// before every step, with the same computation.
+func (p *Policy) SetNoMemory(on bool) { p.machine.NoMemory = on }
+
+// Close releases the backbone.
+func (p *Policy) Close() error {
+	if p.front == nil {
+		return nil
+	}
+	return p.front.Close()
+}
+
+// Embed returns the instruction embedding the policy uses for obs.
+func (p *Policy) Embed(obs *Observation) ([]float32, error) {
+	if obs.Embedding != nil {
+		if w := p.spec.Language.Width; len(obs.Embedding) != w {
+			return nil, fmt.Errorf("policy: instruction embedding has %d values, the policy takes %d", len(obs.Embedding), w)
+		}
+		if !finite(obs.Embedding) {
+			return nil, errors.New("policy: instruction embedding holds NaN or Inf")
+		}
+		return obs.Embedding, nil
+	}
+	return p.encoder.Encode(obs.Instruction)
+}
+
+// Step runs one control step: it encodes obs.Frame into tokens, runs the
+// TTM on the window, the previous action and the memory, and writes the
+// action into action (the action space's length). On an error (a bad
+// frame or embedding, a non-finite model output) st is left as it was.
+func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
+	if p.front == nil {
+		return errors.New("policy: no backbone: use StepTokens")
+	}
+	emb, err := p.Embed(obs)
+	if err != nil {
+		return err
+	}
+	if err := p.front.EncodeInto(p.frame, obs.Frame, emb); err != nil {
+		return err
+	}
+	return p.StepTokens(p.frame, st, action)
+}
+
+// StepTokens is Step from a frame's tokens (K, d), already computed by the
+// front end: the same computation for cached features (training, replay of
+// encoded episodes).
+func (p *Policy) StepTokens(frame []float32, st *State, action []float32) error {
+	c, v := p.spec.TTM, p.spec.Vision
+	d, k := c.Dim, v.Head.Tokens
+	if len(frame) != k*d || len(action) != p.ActionSpace().Len() {
+		panic(fmt.Sprintf("policy: StepTokens: %d frame values and %d action values, want %d and %d", len(frame), len(action), k*d, p.ActionSpace().Len()))
+	}
+	// I_t = [window with the new frame as the newest ; action tokens ; zeros].
+	win := v.History * k * d
+	st.Window.Tokens(p.input[:win])
+	copy(p.input, p.input[k*d:win])
+	copy(p.input[win-k*d:win], frame)
+	na := p.ActionSpace().Len()
+	p.head.actionTokens(p.input[win:win+na*d], st.Prev)
+	clear(p.input[win+na*d:])
+
+	p.saved.CopyFrom(st.Memory)
+	p.machine.Step(st.Memory, p.input, p.output)
+	p.head.decode(p.action, p.logits, p.pooled, p.output, c.ProcessSize)
+	if !finite(p.logits) || !finite(p.output) {
+		st.Memory.CopyFrom(p.saved)
+		return ErrNonFinite
+	}
+	st.Window.Push(frame)
+	copy(st.Prev, p.action)
+	st.Steps++
+	copy(action, p.action)
+	return nil
+}
+
+// Logits is the last step's head output (Σ width), a view.
+func (p *Policy) Logits() []float32 { return p.logits }
+
+func finite(x []float32) bool {
+	for _, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,225 @@
+package policy
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// smallCheckpoint writes one small policy (and its seeded backbone) per
+// test binary; the tests load it as they need.
+var smallCheckpoint = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "policy-test")
+	if err != nil {
+		return "", err
+	}
+	spec, err := Preset("small")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "small.safetensors")
+	return out, Create(spec, 7, "", out, nil)
+})
+
+func loadSmall(t *testing.T, opts Options) *Policy {
+	t.Helper()
+	path, err := smallCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// frame returns a seeded 256x320 RGB frame.
+func frame(seed uint64) vision.Frame {
+	r := rand.New(rand.NewPCG(seed, 1))
+	img := &vision.Image{Height: 256, Width: 320, Encoding: "rgb8", Step: 320 * 3, Data: make([]byte, 256*320*3)}
+	for i := range img.Data {
+		img.Data[i] = byte(r.IntN(256))
+	}
+	f, err := vision.DecodeImage(img)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+func TestPresetsAreConsistent(t *testing.T) {
+	for _, name := range []string{"robot", "small"} {
+		s, err := Preset(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if name == "robot" && (s.TTM.InputTokens != 48 || s.TTM.MemorySize != 96 || s.TTM.ProcessSize != 16 || s.TTM.Dim != 512) {
+			t.Errorf("robot preset is not the paper's TTM: %+v", s.TTM)
+		}
+	}
+	s, _ := Preset("small")
+	s.Policy.Padding = 3
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "1 frames x 4 tokens + 11 action tokens + 3 padding = 18 input tokens, the TTM takes 16") {
+		t.Errorf("inconsistent token count: %v", err)
+	}
+	s, _ = Preset("small")
+	s.Language.Width = 32
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "FiLM takes 64-wide") {
+		t.Errorf("embedding width mismatch: %v", err)
+	}
+}
+
+func TestStepIsDeterministicAndReplayable(t *testing.T) {
+	a, b := loadSmall(t, Options{}), loadSmall(t, Options{})
+	sa, sb := a.NewState(), b.NewState()
+	act := make([]float32, 11)
+	var actions [][]float32
+	var hashes []uint64
+	for i := 0; i < 6; i++ {
+		obs := &Observation{Frame: frame(uint64(i)), Instruction: "pick the coke can"}
+		if err := a.Step(obs, sa, act); err != nil {
+			t.Fatal(err)
+		}
+		actions = append(actions, append([]float32(nil), act...))
+		hashes = append(hashes, sa.Hash())
+		if i == 2 {
+			snap := sa.Clone()
+			defer func() {
+				// Replaying steps 3.. from the snapshot gives the same bits.
+				sa.CopyFrom(snap)
+				for j := 3; j < 6; j++ {
+					if err := a.Step(&Observation{Frame: frame(uint64(j)), Instruction: "pick the coke can"}, sa, act); err != nil {
+						t.Fatal(err)
+					}
+					if sa.Hash() != hashes[j] || !equal(act, actions[j]) {
+						t.Errorf("replay of step %d differs", j)
+					}
+				}
+			}()
+		}
+		for d, v := range act {
+			dim := a.ActionSpace().Dims[d]
+			if math.IsNaN(float64(v)) || float64(v) < dim.Low || float64(v) > dim.High {
+				t.Fatalf("step %d: %s = %g", i, dim.Name, v)
+			}
+		}
+	}
+	for i := 0; i < 6; i++ {
+		if err := b.Step(&Observation{Frame: frame(uint64(i)), Instruction: "pick the coke can"}, sb, act); err != nil {
+			t.Fatal(err)
+		}
+		if sb.Hash() != hashes[i] || !equal(act, actions[i]) {
+			t.Errorf("step %d: a second policy from the same checkpoint differs", i)
+		}
+	}
+	if sa.Steps != 6 || sa.Window.Len() != 1 {
+		t.Errorf("state after 6 steps: %d steps, window of %d", sa.Steps, sa.Window.Len())
+	}
+}
+
+func equal(a, b []float32) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+func TestStepFailsClosed(t *testing.T) {
+	p := loadSmall(t, Options{NoBackbone: true})
+	st := p.NewState()
+	act := make([]float32, 11)
+	tokens := make([]float32, 4*64)
+	for i := range tokens {
+		tokens[i] = float32(i%9) * 0.1
+	}
+	if err := p.StepTokens(tokens, st, act); err != nil {
+		t.Fatal(err)
+	}
+	before, steps, prev := st.Hash(), st.Steps, append([]float32(nil), st.Prev...)
+	tokens[5] = float32(math.NaN())
+	err := p.StepTokens(tokens, st, act)
+	if !errors.Is(err, ErrNonFinite) {
+		t.Fatalf("NaN tokens: %v", err)
+	}
+	if st.Hash() != before || st.Steps != steps || !equal(st.Prev, prev) {
+		t.Error("a failed step changed the state")
+	}
+	if err := p.Step(&Observation{}, st, act); err == nil {
+		t.Error("Step without a backbone succeeded")
+	}
+	q := loadSmall(t, Options{})
+	for name, obs := range map[string]*Observation{
+		"short embedding": {Frame: frame(1), Embedding: make([]float32, 3)},
+		"NaN embedding":   {Frame: frame(1), Embedding: append(make([]float32, 63), float32(math.Inf(1)))},
+		"empty frame":     {Instruction: "open the drawer"},
+	} {
+		st := q.NewState()
+		if err := q.Step(obs, st, act); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else if st.Steps != 0 || st.Window.Len() != 0 {
+			t.Errorf("%s: the state changed", name)
+		}
+	}
+}
+
+func TestLoadFailsClosedOnMismatch(t *testing.T) {
+	path, err := smallCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := RT1()
+	other.Dims[DimGripper].Bins = 128
+	corrupt := filepath.Join(t.TempDir(), "b.onnx")
+	b, _ := os.ReadFile(strings.TrimSuffix(path, ".safetensors") + ".backbone.onnx")
+	b[len(b)/2] ^= 1
+	os.WriteFile(corrupt, b, 0o644)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"action space", Options{Expect: Expect{ActionSpace: &other}}, "action space mismatch"},
+		{"image size", Options{Expect: Expect{ImageHeight: 300, ImageWidth: 300}}, "image size mismatch: the checkpoint takes 128x160"},
+		{"backbone hash", Options{Expect: Expect{BackboneSHA256: strings.Repeat("0", 64)}}, "backbone mismatch"},
+		{"normalisation", Options{Expect: Expect{Mean: []float32{0.5, 0.5, 0.5}}}, "normalisation mismatch"},
+		{"altered backbone", Options{Backbone: corrupt}, "SHA-256"},
+		{"missing backbone", Options{Backbone: filepath.Join(t.TempDir(), "nope.onnx")}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := Load(path, tc.opts)
+			if err == nil {
+				p.Close()
+				t.Fatal("loaded")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestStepDoesNotAllocate(t *testing.T) {
+	p := loadSmall(t, Options{})
+	st := p.NewState()
+	act := make([]float32, 11)
+	obs := &Observation{Frame: frame(3), Instruction: "knock the water bottle over"}
+	p.Step(obs, st, act)
+	if a := testing.AllocsPerRun(5, func() {
+		if err := p.Step(obs, st, act); err != nil {
+			t.Fatal(err)
+		}
+	}); a != 0 {
+		t.Errorf("Step allocates %.1f times", a)
+	}
+}
