@@ -50,8 +50,10 @@ test-short:
 
 # BENCH_STEPS steps of the robot preset; the README's figures use 100000.
 BENCH_STEPS ?= 5000
+BENCHTIME ?= 1s
 bench: build
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/... ./ttm/...
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./internal/... ./ttm/... ./language/... ./policy/... ./sim/...
+	$(GO) test -run '^$$' -bench 'Backbone$$|FrontEnd|Head|DecodePreprocess' -benchmem -benchtime 10x ./vision/
 	@mkdir -p bin/bench
 	$(BIN) init --preset robot --seed 1 --out bin/bench/robot.safetensors
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch

@@ -38,6 +38,23 @@
 // is normalised as (v·scale - mean) / std and written planar (NCHW) into a
 // buffer the caller owns. Nothing allocates once the frame size is known.
 //
+// # Backbone
+//
+// OpenBackbone runs any EfficientNet ONNX file (B0-B7: PyTorch/torchvision
+// and TensorFlow/Keras tf2onnx exports, or the seeded graphs
+// GenerateEfficientNet writes) through OpenCV's DNN module. Nothing reaches
+// OpenCV unchecked: ReadONNXFile checks existence, size and SHA-256 and
+// parses the protobuf in Go (internal/onnx); CheckONNX checks every node
+// against an allow-list of what OpenCV 4.6 imports and names the first node
+// it cannot run; PrepareONNX rewrites constructs exporters emit that OpenCV
+// 4.6 rejects or miscomputes (initializers listed as inputs, inputs that
+// must be attributes, Identity/Dropout, tf2onnx NHWC transposes, flatten
+// chains, ReduceMean over H and W, zero Pads, Gemm flags, Sigmoid·Mul
+// swish) and reports each rewrite. The network runs in a small C++ shim
+// (backbone_cv.cpp) that catches every C++ exception, so an OpenCV error is
+// a Go error, never an abort, and that copies the output into the caller's
+// slice without allocating. LayerTimings gives OpenCV's per-layer profile.
+//
 // # Parameters
 //
 // The Go-side layers are llm.c style: one flat []float32 cut into named
