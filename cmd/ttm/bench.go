@@ -100,7 +100,7 @@ func runBench(env *environment, args []string) error {
 	runtime.ReadMemStats(&after)
 	res.AllocsPerStep = float64(after.Mallocs-before.Mallocs-logAllocs) / float64(len(lat))
 
-	window := max(1, min(100, len(lat)/10))
+	window := max(1, min(1000, len(lat)/10))
 	res.Window = window
 	res.FirstMS = ms(median(lat[:window]))
 	res.LastMS = ms(median(lat[len(lat)-window:]))
