@@ -8,14 +8,14 @@ BIN := bin/ttm
 # the node and its integration tests, PyTorch for the reference TTM the
 # parity tests compare against.
 APT_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev \
-	ros-core python3-sensor-msgs python3-geometry-msgs python3-std-srvs \
+	ros-core python3-sensor-msgs python3-geometry-msgs python3-std-srvs python3-diagnostic-msgs \
 	python3-numpy python3-torch
 
 # goroslib's checksums are in go.sum; the checksum database cannot serve them here.
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup build test test-short bench demo fuzz clean
+.PHONY: help setup build test test-short bench soak demo fuzz install-launch clean
 
 help:
 	@echo "make setup   install the Debian packages and Go modules (idempotent)"
@@ -62,10 +62,26 @@ demo: build
 	@mkdir -p bin/demo
 	$(BIN) demo --dir bin/demo
 
+# The node under load for SOAK (robot preset, 10 Hz, a 15 Hz camera): deadline
+# misses, loop jitter, image-to-action latency, RSS; results in bin/soak.json.
+SOAK ?= 10m
+soak: setup
+	@mkdir -p bin
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./node -soak=$(SOAK) -soak-out=$(CURDIR)/bin/soak.json
+
+# Install the ROS package (launch files, parameters, the binary) where
+# roslaunch finds it: put DEST on ROS_PACKAGE_PATH. Without it, the wrapper
+# in launch/ runs ../bin/ttm after make build.
+DEST ?= /opt/ttm/launch
+install-launch: build
+	mkdir -p $(DEST)/bin
+	cp launch/package.xml launch/*.launch launch/*.yaml launch/ttm_node $(DEST)/
+	cp $(BIN) $(DEST)/bin/ttm
+
 FUZZTIME ?= 30s
 # Each fuzz target, package by package (go test -fuzz takes one target at a time).
 FUZZ_TARGETS := ./internal/safetensors:FuzzParse ./internal/onnx:FuzzParse \
-	./node:FuzzParseArgs ./node:FuzzResolveName ./node:FuzzDecodeXMLRPCResponse \
+	./node:FuzzParseArgs ./node:FuzzResolveName ./node:FuzzDecodeXMLRPCResponse ./node:FuzzInputsFrames \
 	./vision:FuzzDecodeImage ./vision:FuzzDecodeCompressed ./vision:FuzzPrepareCheck ./vision:FuzzOpenCVImport \
 	./language:FuzzNormalize ./language:FuzzTokenize ./language:FuzzParseVocab ./language:FuzzCheckEmbedding
 fuzz:

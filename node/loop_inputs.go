@@ -1,0 +1,192 @@
+package node
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// Inputs is where the subscribers leave what they receive for the control
+// loop. Every method returns at once: callbacks never wait for inference.
+//
+// Frames go to a keep-latest slot of one: a frame that arrives before the
+// loop took the previous one replaces it, and the replaced frame is counted
+// as dropped (Counters.FramesDropped). The loop always acts on the newest
+// frame and never on a queue of old ones.
+type Inputs struct {
+	clock Clock
+
+	mu       sync.Mutex // mu guards frame, instr
+	frame    *frameIn   // newest frame not yet taken by the loop
+	instr    instruction
+	haveText bool
+	frameSeq uint64
+
+	framesIn, framesDropped, framesBad, embeddingsBad atomic.Uint64
+
+	estop     atomic.Bool
+	enabled   atomic.Bool
+	heartbeat atomic.Int64 // clock time of the last heartbeat, Unix ns; 0: none yet
+
+	resetRequested atomic.Uint64 // reset_memory calls so far
+	resetApplied   atomic.Uint64 // the loop has applied requests up to this one
+}
+
+// frameIn is one received frame. Raw frames are checked and viewed on
+// arrival (vision.DecodeImage, no copy); compressed frames have their header
+// checked on arrival and are decoded by the inference goroutine.
+type frameIn struct {
+	frame      vision.Frame            // raw: the decoded view of the message
+	compressed *vision.CompressedImage // compressed: decoded later
+	stamp      time.Time               // header stamp, or arrival time when the stamp is zero
+	arrival    time.Time
+	stamped    bool // stamp came from the header
+	seq        uint64
+}
+
+// instruction is the current task: text for the policy's language model, or
+// an embedding computed upstream. Each kind is compared with the last
+// message of the same kind: a message that repeats it changes nothing, one
+// that differs makes its kind the one used and increments seq. So a planner
+// may keep republishing both, and the one that last changed wins.
+type instruction struct {
+	text      string
+	embedding []float32 // never modified once stored
+	useText   bool      // text (else embedding) is the current instruction
+	seq       uint64    // 0: nothing received yet
+}
+
+// NewInputs returns empty inputs that stamp arrivals with clock; acting
+// starts enabled.
+func NewInputs(clock Clock) *Inputs {
+	in := &Inputs{clock: clock}
+	in.enabled.Store(true)
+	return in
+}
+
+// PutImage offers a raw frame. stamp is the message header's stamp; the
+// zero time (or the Unix epoch, a zero ROS time) means "unstamped" and the
+// arrival time is used. A frame that cannot be decoded is refused with an
+// error naming the problem and counted.
+func (in *Inputs) PutImage(msg *vision.Image, stamp time.Time) error {
+	f, err := vision.DecodeImage(msg)
+	if err != nil {
+		in.framesBad.Add(1)
+		return err
+	}
+	in.put(&frameIn{frame: f}, stamp)
+	return nil
+}
+
+// PutCompressed offers a compressed frame; its header is checked now
+// (vision.InspectCompressed: format, size, trailer), its pixels are decoded
+// when the loop uses it.
+func (in *Inputs) PutCompressed(msg *vision.CompressedImage, stamp time.Time) error {
+	if _, err := vision.InspectCompressed(msg); err != nil {
+		in.framesBad.Add(1)
+		return err
+	}
+	in.put(&frameIn{compressed: msg}, stamp)
+	return nil
+}
+
+func (in *Inputs) put(f *frameIn, stamp time.Time) {
+	f.arrival = in.clock.Now()
+	f.stamp, f.stamped = stamp, !isZeroStamp(stamp)
+	if !f.stamped {
+		f.stamp = f.arrival
+	}
+	in.mu.Lock()
+	if in.frame != nil {
+		in.framesDropped.Add(1)
+	}
+	in.frameSeq++
+	f.seq = in.frameSeq
+	in.frame = f
+	in.mu.Unlock()
+	in.framesIn.Add(1)
+}
+
+func isZeroStamp(t time.Time) bool { return t.IsZero() || t.UnixNano() == 0 }
+
+// takeFrame returns the newest frame not taken yet, or nil.
+func (in *Inputs) takeFrame() *frameIn {
+	in.mu.Lock()
+	f := in.frame
+	in.frame = nil
+	in.mu.Unlock()
+	return f
+}
+
+// SetInstruction sets the instruction text and reports whether it changed
+// the instruction. An empty text is refused. Repeating the last text
+// changes nothing (so a planner may repeat it without restarting the
+// episode).
+func (in *Inputs) SetInstruction(text string) (bool, error) {
+	if text == "" {
+		return false, errors.New("empty instruction")
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.haveText && in.instr.text == text {
+		return false, nil
+	}
+	in.haveText = true
+	in.instr.text, in.instr.useText = text, true
+	in.instr.seq++
+	return true, nil
+}
+
+// SetEmbedding sets an instruction embedding computed upstream (checked by
+// the caller: width and finite values) and reports whether it changed the
+// instruction. It is copied. Repeating the last values changes nothing.
+func (in *Inputs) SetEmbedding(e []float32) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.instr.embedding != nil && slices.Equal(in.instr.embedding, e) {
+		return false
+	}
+	in.instr.embedding, in.instr.useText = slices.Clone(e), false
+	in.instr.seq++
+	return true
+}
+
+// badEmbedding counts a refused upstream embedding.
+func (in *Inputs) badEmbedding() { in.embeddingsBad.Add(1) }
+
+func (in *Inputs) currentInstruction() instruction {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.instr
+}
+
+// EStop latches the emergency stop: the loop publishes only the stop action
+// until EStopReset.
+func (in *Inputs) EStop() { in.estop.Store(true) }
+
+// EStopReset clears the emergency stop.
+func (in *Inputs) EStopReset() { in.estop.Store(false) }
+
+// EStopped reports whether the emergency stop is latched.
+func (in *Inputs) EStopped() bool { return in.estop.Load() }
+
+// SetEnabled allows (true) or forbids (false) acting.
+func (in *Inputs) SetEnabled(on bool) { in.enabled.Store(on) }
+
+// Enabled reports whether acting is allowed.
+func (in *Inputs) Enabled() bool { return in.enabled.Load() }
+
+// Heartbeat records a heartbeat at the clock's current time.
+func (in *Inputs) Heartbeat() { in.heartbeat.Store(in.clock.Now().UnixNano()) }
+
+// RequestReset asks the loop to reset the policy's memory (a new episode)
+// and returns the request's number; ResetApplied tells when it is done. The
+// loop applies it at its next tick at which no inference is running.
+func (in *Inputs) RequestReset() uint64 { return in.resetRequested.Add(1) }
+
+// ResetApplied reports whether reset request n has been applied.
+func (in *Inputs) ResetApplied(n uint64) bool { return in.resetApplied.Load() >= n }

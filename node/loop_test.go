@@ -1,0 +1,739 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// recordSink keeps every output and status the loop gives it.
+type recordSink struct {
+	mu       sync.Mutex // mu guards outs, statuses
+	outs     []Output
+	statuses []string
+}
+
+func (s *recordSink) Action(o *Output) {
+	c := *o
+	c.Action = slices.Clone(o.Action)
+	s.mu.Lock()
+	s.outs = append(s.outs, c)
+	s.mu.Unlock()
+}
+
+func (s *recordSink) Status(text string, _ Reason) {
+	s.mu.Lock()
+	s.statuses = append(s.statuses, text)
+	s.mu.Unlock()
+}
+
+func (s *recordSink) outputs() []Output {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.outs)
+}
+
+func (s *recordSink) last(t *testing.T) Output {
+	t.Helper()
+	o := s.outputs()
+	if len(o) == 0 {
+		t.Fatal("nothing published")
+	}
+	return o[len(o)-1]
+}
+
+func (s *recordSink) lastStatus() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.statuses) == 0 {
+		return ""
+	}
+	return s.statuses[len(s.statuses)-1]
+}
+
+// harness runs a loop on a manual clock and steps it tick by tick.
+type harness struct {
+	t      *testing.T
+	clock  *ManualClock
+	in     *Inputs
+	loop   *Loop
+	sink   *recordSink
+	cancel context.CancelFunc
+	done   chan struct{}
+	ticks  uint64
+	phase  int
+}
+
+func newHarness(t *testing.T, p Stepper, cfg LoopConfig) *harness {
+	t.Helper()
+	h := &harness{t: t, clock: NewManualClock(time.Unix(1000, 0)), sink: &recordSink{}, done: make(chan struct{})}
+	h.in = NewInputs(h.clock)
+	l, err := NewLoop(p, cfg, h.clock, h.in, h.sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.loop = l
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() {
+		defer close(h.done)
+		l.Run(ctx)
+	}()
+	t.Cleanup(h.stop)
+	h.waitTicks(1) // the first tick runs at once
+	return h
+}
+
+func (h *harness) stop() {
+	h.cancel()
+	<-h.done
+}
+
+// waitTicks waits until n ticks have completed.
+func (h *harness) waitTicks(n uint64) {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for h.loop.Stats().Ticks < n {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("tick %d did not complete; stats %+v", n, h.loop.Stats().Counters)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	h.ticks = n
+}
+
+// next moves the clock to the next tick and waits for it.
+func (h *harness) next() {
+	h.t.Helper()
+	h.clock.Advance(h.loop.Period())
+	h.waitTicks(h.ticks + 1)
+}
+
+// frame offers a new 128x160 frame stamped at the clock's time plus age
+// offset (negative: older).
+func (h *harness) frame(offset time.Duration) {
+	h.t.Helper()
+	h.phase++
+	if err := h.in.PutImage(SyntheticImage(128, 160, h.phase), h.clock.Now().Add(offset)); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// actNow offers a fresh frame and runs a tick.
+func (h *harness) actNow() Output {
+	h.t.Helper()
+	h.frame(0)
+	h.next()
+	return h.sink.last(h.t)
+}
+
+func checkFinite(t *testing.T, outs []Output) {
+	t.Helper()
+	for i, o := range outs {
+		for j, v := range o.Action {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				t.Fatalf("output %d dimension %d is %v", i, j, v)
+			}
+		}
+	}
+}
+
+func TestLoopFailsClosedUntilFirstAction(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h.next()
+	if n := len(h.sink.outputs()); n != 0 {
+		t.Fatalf("%d outputs with no frame and no instruction", n)
+	}
+	if s := h.sink.lastStatus(); s != "waiting: no camera frame yet" {
+		t.Errorf("status %q", s)
+	}
+	h.frame(0)
+	h.next()
+	if n := len(h.sink.outputs()); n != 0 {
+		t.Fatalf("%d outputs with no instruction", n)
+	}
+	if s := h.sink.lastStatus(); s != "waiting: no instruction yet" {
+		t.Errorf("status %q", s)
+	}
+	if _, err := h.in.SetInstruction("pick up the coke can"); err != nil {
+		t.Fatal(err)
+	}
+	stamp := h.clock.Now()
+	h.frame(0)
+	o := h.actNow()
+	if !o.Acting || o.Reason != ReasonNone || o.Step != 1 || o.Episode != 1 || o.Done {
+		t.Fatalf("first action %+v", o)
+	}
+	if o.ImageStamp.Sub(stamp) != 0 {
+		t.Errorf("acted on the frame stamped %v, want the newest (%v)", o.ImageStamp, stamp)
+	}
+	checkFinite(t, h.sink.outputs())
+	if s := h.sink.lastStatus(); s != "acting" {
+		t.Errorf("status %q", s)
+	}
+	st := h.loop.Stats()
+	if st.Silent != 3 || st.Acted != 1 || st.Stopped != 0 {
+		t.Errorf("counters %+v: want 3 silent ticks, then one action", st.Counters)
+	}
+	// Two frames offered before a tick: the older is dropped, the newer used.
+	if st.FramesDropped != 1 || st.FramesIn != 3 {
+		t.Errorf("frames in %d, dropped %d; want 3 and 1", st.FramesIn, st.FramesDropped)
+	}
+}
+
+func TestLoopStaleFrames(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, modeCheckpoint(t, policy.ModeBase)), LoopConfig{MaxImageAge: 300 * time.Millisecond})
+	h.in.SetInstruction("move to the table")
+	acted := h.actNow()
+	if !acted.Acting || acted.Action[policy.DimBaseX] == 0 {
+		t.Fatalf("want a base action, got %+v", acted)
+	}
+	h.next() // the frame is 200 ms old (it acted at 100 ms)
+	h.next() // 300 ms: still acceptable
+	for _, o := range h.sink.outputs() {
+		if !o.Acting {
+			t.Fatalf("stopped on a frame at most 300 ms old: %+v", o)
+		}
+	}
+	if st := h.loop.Stats(); st.RepeatedFrames != 2 {
+		t.Errorf("repeated frames %d, want 2", st.RepeatedFrames)
+	}
+	last := h.sink.last(t)
+	h.next() // 400 ms
+	o := h.sink.last(t)
+	if o.Acting || o.Reason != ReasonStaleFrame {
+		t.Fatalf("a 400 ms old frame: %+v, want the stop action for a stale frame", o)
+	}
+	// The stop action holds the mode and the gripper and zeroes the rest
+	// (no rate limit configured).
+	for i, d := range policy.RT1().Dims {
+		want := float32(0)
+		if d.Stop == policy.StopHold {
+			want = last.Action[i]
+		}
+		if o.Action[i] != want {
+			t.Errorf("stop action %s = %v, want %v", d.Name, o.Action[i], want)
+		}
+	}
+	if s := h.sink.lastStatus(); s != "stopped: camera frame too old" {
+		t.Errorf("status %q", s)
+	}
+	if h.loop.Stats().StaleFrames != 1 {
+		t.Errorf("stale frame ticks %d", h.loop.Stats().StaleFrames)
+	}
+
+	// An unstamped frame counts from its arrival.
+	h.in.PutImage(SyntheticImage(128, 160, 99), time.Time{})
+	h.next()
+	if o := h.sink.last(t); !o.Acting {
+		t.Errorf("unstamped frame that just arrived: %+v", o)
+	}
+	// A frame stamped in the future beyond the limit is not trusted either.
+	h.frame(time.Second)
+	h.next()
+	if o := h.sink.last(t); o.Acting || o.Reason != ReasonStaleFrame {
+		t.Errorf("frame stamped 1 s ahead: %+v", o)
+	}
+	checkFinite(t, h.sink.outputs())
+}
+
+func TestLoopRateLimitedStop(t *testing.T) {
+	rates := make([]float64, 11)
+	for i := range rates {
+		rates[i] = 1 // per second: 0.1 per tick at 10 Hz
+	}
+	h := newHarness(t, loadPolicy(t, modeCheckpoint(t, policy.ModeBase)), LoopConfig{Safety: policy.SafetyConfig{MaxRate: rates}})
+	h.in.SetInstruction("move to the table")
+	for range 3 {
+		h.actNow()
+	}
+	h.in.EStop()
+	for range 12 {
+		h.frame(0)
+		h.next()
+	}
+	outs := h.sink.outputs()
+	for k := 1; k < len(outs); k++ {
+		for i, d := range policy.RT1().Dims {
+			if len(d.Categories) > 0 || i == policy.DimGripper && k == 1 {
+				continue // categorical; the gripper's first command has no previous one
+			}
+			if diff := math.Abs(float64(outs[k].Action[i] - outs[k-1].Action[i])); diff > 0.1+1e-6 {
+				t.Errorf("output %d: %s moved %.4f in one tick, the limit is 0.1", k, d.Name, diff)
+			}
+		}
+	}
+	final := outs[len(outs)-1]
+	if final.Acting || final.Reason != ReasonEStop {
+		t.Fatalf("last output %+v", final)
+	}
+	for _, i := range []int{policy.DimBaseX, policy.DimBaseY, policy.DimBaseYaw} {
+		if final.Action[i] != 0 {
+			t.Errorf("after 1.2 s of stopping at 1/s, %s is still %v", policy.RT1().Dims[i].Name, final.Action[i])
+		}
+	}
+}
+
+func TestLoopEStopLatches(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow()
+	h.in.EStop()
+	for range 5 {
+		if o := h.actNow(); o.Acting || o.Reason != ReasonEStop {
+			t.Fatalf("with the e-stop latched and fresh frames: %+v", o)
+		}
+	}
+	if s := h.sink.lastStatus(); !strings.HasPrefix(s, "stopped: e-stop latched") {
+		t.Errorf("status %q", s)
+	}
+	h.in.EStopReset()
+	if o := h.actNow(); !o.Acting {
+		t.Fatalf("after e_stop_reset: %+v", o)
+	}
+}
+
+func TestLoopHeartbeatAndEnable(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{HeartbeatTimeout: 250 * time.Millisecond})
+	h.in.SetInstruction("pick up the coke can")
+	h.frame(0)
+	h.next()
+	if n := len(h.sink.outputs()); n != 0 || h.sink.lastStatus() != "waiting: heartbeat lost" {
+		t.Fatalf("%d outputs and status %q before any heartbeat", n, h.sink.lastStatus())
+	}
+	h.in.Heartbeat()
+	if o := h.actNow(); !o.Acting {
+		t.Fatalf("heartbeat 100 ms old: %+v", o)
+	}
+	h.actNow() // 200 ms
+	if o := h.actNow(); o.Acting || o.Reason != ReasonHeartbeat {
+		t.Fatalf("heartbeat 300 ms old: %+v", o)
+	}
+	h.in.Heartbeat()
+	h.in.SetEnabled(false)
+	if o := h.actNow(); o.Acting || o.Reason != ReasonDisabled {
+		t.Fatalf("disabled: %+v", o)
+	}
+	h.in.Heartbeat()
+	h.in.SetEnabled(true)
+	if o := h.actNow(); !o.Acting {
+		t.Fatalf("enabled again: %+v", o)
+	}
+}
+
+// gatedStepper is a real policy whose steps can be held at a gate, as a
+// loaded CPU would hold them, to make inferences overrun their deadline.
+type gatedStepper struct {
+	*policy.Policy
+	block   atomic.Bool
+	entered chan struct{} // a held step reached the gate
+	gate    chan struct{} // lets a held step go on
+	left    chan struct{} // a held step has finished
+}
+
+func newGated(p *policy.Policy) *gatedStepper {
+	return &gatedStepper{Policy: p, entered: make(chan struct{}, 1), gate: make(chan struct{}), left: make(chan struct{}, 1)}
+}
+
+func (g *gatedStepper) Step(obs *policy.Observation, st *policy.State, a []float32) error {
+	if !g.block.Load() {
+		return g.Policy.Step(obs, st, a)
+	}
+	g.entered <- struct{}{}
+	<-g.gate
+	defer func() { g.left <- struct{}{} }()
+	return g.Policy.Step(obs, st, a)
+}
+
+// release lets the held step finish and waits until it has.
+func (g *gatedStepper) release() {
+	g.block.Store(false)
+	g.gate <- struct{}{}
+	<-g.left
+}
+
+func TestLoopDeadlineMiss(t *testing.T) {
+	p := loadPolicy(t, smallPath(t))
+	g := newGated(p)
+	period := 100 * time.Millisecond
+	h := newHarness(t, g, LoopConfig{Deadline: period / 2})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow() // phase 1
+	h.actNow() // phase 2
+
+	g.block.Store(true)
+	h.frame(0) // phase 3: its inference will overrun
+	h.clock.Advance(period)
+	<-g.entered
+	sched := h.clock.Now()
+	h.clock.Advance(period / 2) // the deadline
+	h.waitTicks(h.ticks + 1)
+	o := h.sink.last(t)
+	if o.Acting || o.Reason != ReasonDeadline || !o.Time.Equal(sched.Add(period/2)) {
+		t.Fatalf("missed deadline: %+v, want the stop action at the deadline %v", o, sched.Add(period/2))
+	}
+	g.release() // the late inference finishes; its result must be thrown away
+
+	h.frame(0) // phase 4
+	h.clock.Advance(period / 2)
+	h.waitTicks(h.ticks + 1)
+	if o := h.sink.last(t); !o.Acting || o.Step != 3 {
+		t.Fatalf("tick after the late result: %+v, want the third action", o)
+	}
+	h.stop()
+	st := h.loop.Stats()
+	if st.DeadlineMisses != 1 || st.LateDiscarded != 1 || st.Acted != 3 || st.Stopped != 1 {
+		t.Errorf("counters %+v", st.Counters)
+	}
+	if n := st.Stages[StageInference].Count; n != 4 {
+		t.Errorf("%d inference times recorded, want 4 (the late one too)", n)
+	}
+	// The memory holds exactly the steps whose actions were published:
+	// frames 1, 2 and 4, not 3.
+	ref := p.NewState()
+	act := make([]float32, 11)
+	for _, phase := range []int{1, 2, 4} {
+		f, _ := vision.DecodeImage(SyntheticImage(128, 160, phase))
+		if err := p.Step(&policy.Observation{Frame: f, Instruction: "pick up the coke can"}, ref, act); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.loop.state.Steps != 3 || h.loop.state.Hash() != ref.Hash() {
+		t.Errorf("loop memory after the late result: %d steps, hash %x; want 3 steps, hash %x", h.loop.state.Steps, h.loop.state.Hash(), ref.Hash())
+	}
+	checkFinite(t, h.sink.outputs())
+}
+
+// With the deadline at the period, a missed deadline coincides with the
+// next tick, which finds the inference still running: both publish the
+// stop action, one per tick.
+func TestLoopBusyAfterMiss(t *testing.T) {
+	p := loadPolicy(t, smallPath(t))
+	g := newGated(p)
+	h := newHarness(t, g, LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow()
+	g.block.Store(true)
+	h.frame(0)
+	h.clock.Advance(h.loop.Period())
+	<-g.entered
+	h.frame(0)
+	h.clock.Advance(h.loop.Period())
+	h.waitTicks(h.ticks + 2)
+	outs := h.sink.outputs()
+	if len(outs) != 3 || outs[1].Reason != ReasonDeadline || outs[2].Reason != ReasonBusy {
+		t.Fatalf("outputs %+v: want the action, then a deadline stop and a busy stop", outs)
+	}
+	g.release()
+	if o := h.actNow(); !o.Acting || o.Step != 2 {
+		t.Fatalf("after the overrun: %+v", o)
+	}
+	if st := h.loop.Stats(); st.DeadlineMisses != 1 || st.Busy != 1 || st.LateDiscarded != 1 {
+		t.Errorf("counters %+v", st.Counters)
+	}
+}
+
+func TestLoopSkipsLateTicks(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h.clock.Advance(5*h.loop.Period() + h.loop.Period()/2)
+	h.waitTicks(2)
+	time.Sleep(20 * time.Millisecond) // nothing else may run: the clock stands still
+	if st := h.loop.Stats(); st.Ticks != 2 || st.SkippedTicks != 4 {
+		t.Fatalf("after waking 5.5 periods late: %d ticks, %d skipped; want 2 and 4", st.Ticks, st.SkippedTicks)
+	}
+	// The schedule keeps its phase: the next tick is 6 periods after the first.
+	h.clock.Advance(h.loop.Period() / 2)
+	h.waitTicks(3)
+}
+
+// A clock that goes backwards (ROS time restarting, a looping bag) restarts
+// the schedule from its new reading instead of waiting for the old one.
+func TestLoopClockJumpsBack(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow()
+	h.clock.Advance(-time.Hour)
+	h.waitTicks(h.ticks + 1)
+	if o := h.actNow(); !o.Acting || o.Step != 2 || !o.Time.Equal(h.clock.Now()) {
+		t.Fatalf("after the jump: %+v at %v", o, h.clock.Now())
+	}
+	if st := h.loop.Stats(); st.SkippedTicks != 0 || st.Ticks != h.ticks {
+		t.Errorf("counters %+v", st.Counters)
+	}
+}
+
+func TestLoopEpisodes(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{MaxSteps: 3})
+	h.in.SetInstruction("pick up the coke can")
+	for want := 1; want <= 2; want++ {
+		if o := h.actNow(); o.Step != want || o.Episode != 1 || o.Done {
+			t.Fatalf("step %d: %+v", want, o)
+		}
+	}
+	h.in.SetInstruction("pick up the coke can") // repeated: same episode
+	if o := h.actNow(); o.Step != 3 || o.Episode != 1 || !o.Done || !o.Acting {
+		t.Fatalf("step 3 of at most 3: %+v", o)
+	}
+	if o := h.actNow(); o.Acting || o.Reason != ReasonEpisodeDone || !o.Done {
+		t.Fatalf("after max_steps: %+v", o)
+	}
+	h.in.SetInstruction("open the drawer")
+	if o := h.actNow(); !o.Acting || o.Episode != 2 || o.Step != 1 || o.Done {
+		t.Fatalf("new instruction: %+v", o)
+	}
+	if h.loop.state.Steps != 1 {
+		t.Errorf("policy state has %d steps after a new instruction, want 1", h.loop.state.Steps)
+	}
+	n := h.in.RequestReset()
+	h.frame(0)
+	h.next()
+	if !h.in.ResetApplied(n) {
+		t.Fatal("reset not applied")
+	}
+	if o := h.sink.last(t); o.Episode != 3 || o.Step != 1 {
+		t.Fatalf("after reset_memory: %+v", o)
+	}
+	// An upstream embedding is a new instruction too.
+	h.in.SetEmbedding(make([]float32, 64))
+	if o := h.actNow(); o.Episode != 4 || o.Step != 1 || !o.Acting {
+		t.Fatalf("after an embedding: %+v", o)
+	}
+	if st := h.loop.Stats(); st.Episodes != 4 || st.EpisodesDone != 1 {
+		t.Errorf("episodes %d, done %d", st.Episodes, st.EpisodesDone)
+	}
+}
+
+func TestLoopKeepsMemoryOnInstruction(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{KeepMemoryOnInstruction: true})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow()
+	h.in.SetInstruction("open the drawer")
+	if o := h.actNow(); o.Episode != 1 || o.Step != 2 {
+		t.Fatalf("with reset_on_instruction false: %+v", o)
+	}
+}
+
+func TestLoopModes(t *testing.T) {
+	arm := []int{policy.DimWorldX, policy.DimWorldY, policy.DimWorldZ, policy.DimRoll, policy.DimPitch, policy.DimYaw}
+	base := []int{policy.DimBaseYaw, policy.DimBaseX, policy.DimBaseY}
+	for _, tc := range []struct {
+		mode       int
+		zero, live []int
+		done       bool
+	}{
+		{policy.ModeTerminate, append(slices.Clone(arm), base...), nil, true},
+		{policy.ModeArm, base, arm, false},
+		{policy.ModeBase, arm, base, false},
+	} {
+		t.Run(policy.RT1().Dims[policy.DimMode].Categories[tc.mode], func(t *testing.T) {
+			h := newHarness(t, loadPolicy(t, modeCheckpoint(t, tc.mode)), LoopConfig{})
+			h.in.SetInstruction("pick up the coke can")
+			o := h.actNow()
+			if !o.Acting || int(o.Action[policy.DimMode]) != tc.mode || o.Done != tc.done {
+				t.Fatalf("output %+v", o)
+			}
+			for _, i := range tc.zero {
+				if o.Action[i] != 0 {
+					t.Errorf("%s = %v, want 0 in this mode", policy.RT1().Dims[i].Name, o.Action[i])
+				}
+			}
+			for _, i := range tc.live {
+				if o.Action[i] == 0 { // 0 is not a bin value of [-1, 1] or [-π, π] in 256 bins
+					t.Errorf("%s = 0, want the policy's value", policy.RT1().Dims[i].Name)
+				}
+			}
+			if tc.done {
+				if o := h.actNow(); o.Acting || o.Reason != ReasonEpisodeDone || !o.Done {
+					t.Errorf("after terminate: %+v", o)
+				}
+			}
+		})
+	}
+}
+
+// switchStepper runs one of two real policies of the same architecture.
+type switchStepper struct {
+	good, bad *policy.Policy
+	useBad    atomic.Bool
+}
+
+func (s *switchStepper) Step(obs *policy.Observation, st *policy.State, a []float32) error {
+	if s.useBad.Load() {
+		return s.bad.Step(obs, st, a)
+	}
+	return s.good.Step(obs, st, a)
+}
+func (s *switchStepper) NewState() *policy.State         { return s.good.NewState() }
+func (s *switchStepper) ActionSpace() policy.ActionSpace { return s.good.ActionSpace() }
+
+func TestLoopNonFiniteModelOutput(t *testing.T) {
+	s := &switchStepper{good: loadPolicy(t, smallPath(t)), bad: loadPolicy(t, overflowCheckpoint(t))}
+	f, _ := vision.DecodeImage(SyntheticImage(128, 160, 1))
+	if err := s.bad.Step(&policy.Observation{Frame: f, Instruction: "x"}, s.bad.NewState(), make([]float32, 11)); !errors.Is(err, policy.ErrNonFinite) {
+		t.Fatalf("the overflowing policy's Step = %v, want ErrNonFinite", err)
+	}
+	h := newHarness(t, s, LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow()
+	h.actNow()
+	s.useBad.Store(true)
+	for range 3 {
+		if o := h.actNow(); o.Acting || o.Reason != ReasonPolicyError {
+			t.Fatalf("non-finite model output: %+v", o)
+		}
+	}
+	s.useBad.Store(false)
+	if o := h.actNow(); !o.Acting || o.Step != 3 {
+		t.Fatalf("recovered: %+v, want step 3 (failed steps do not count)", o)
+	}
+	checkFinite(t, h.sink.outputs())
+	if st := h.loop.Stats(); st.PolicyErrors != 3 {
+		t.Errorf("policy errors %d", st.PolicyErrors)
+	}
+}
+
+func TestLoopCompressedFrames(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	img := image.NewRGBA(image.Rect(0, 0, 160, 128))
+	for y := range 128 {
+		for x := range 160 {
+			img.Set(x, y, color.RGBA{uint8(x), uint8(y), 90, 255})
+		}
+	}
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.in.PutCompressed(&vision.CompressedImage{Format: "jpeg", Data: buf.Bytes()}, h.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	h.next()
+	if o := h.sink.last(t); !o.Acting {
+		t.Fatalf("JPEG frame: %+v", o)
+	}
+	if q := h.loop.Stats().Stages[StageDecode]; q.Count != 1 || q.Max <= 0 {
+		t.Errorf("decode stage %+v, want one timed decode", q)
+	}
+	truncated := buf.Bytes()[:buf.Len()/2]
+	if err := h.in.PutCompressed(&vision.CompressedImage{Format: "jpeg", Data: truncated}, h.clock.Now()); err == nil {
+		t.Error("a truncated JPEG was accepted")
+	}
+	if err := h.in.PutImage(&vision.Image{Height: 2, Width: 2, Encoding: "16UC1", Step: 4, Data: make([]byte, 8)}, time.Time{}); !errors.Is(err, vision.ErrDepthImage) {
+		t.Errorf("depth image: %v", err)
+	}
+	if st := h.loop.Stats(); st.FramesBad != 2 {
+		t.Errorf("refused frames %d, want 2", st.FramesBad)
+	}
+}
+
+// allocSink publishes nothing and allocates nothing.
+type allocSink struct{ n int }
+
+func (s *allocSink) Action(*Output)        { s.n++ }
+func (s *allocSink) Status(string, Reason) {}
+
+// The control step allocates nothing in steady state: the tick, the
+// inference goroutine (policy step), the filter and the statistics.
+func TestLoopTickAllocatesNothing(t *testing.T) {
+	p := loadPolicy(t, smallPath(t))
+	clock := &WallClock{} // a manual clock allocates a channel per move
+	in := NewInputs(clock)
+	sink := &allocSink{}
+	l, err := NewLoop(p, LoopConfig{Rate: 1, MaxImageAge: time.Hour}, clock, in, sink, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go l.w.run(ctx)
+	defer func() { cancel(); <-l.w.exited }()
+	in.SetInstruction("pick up the coke can")
+	in.PutImage(SyntheticImage(128, 160, 1), clock.Now())
+	tick := func() { l.tick(ctx, clock.Now()) }
+	for range 3 {
+		tick() // first steps: the language cache, the filter's first action
+	}
+	allocs := testing.AllocsPerRun(20, tick)
+	if allocs != 0 {
+		t.Errorf("a tick allocates %v times", allocs)
+	}
+	if sink.n != 24 || l.cnt.Acted != 24 {
+		t.Errorf("published %d, acted %d; want 24", sink.n, l.cnt.Acted)
+	}
+	if allocs := testing.AllocsPerRun(10, func() { _ = l.Stats() }); allocs != 0 {
+		t.Errorf("Stats allocates %v times", allocs)
+	}
+}
+
+func TestGateMode(t *testing.T) {
+	full := func(mode float32) []float32 {
+		a := []float32{mode, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, -0.5}
+		return a
+	}
+	for _, tc := range []struct {
+		mode float32
+		want []float32
+	}{
+		{0, []float32{0, 0, 0, 0, 0, 0, 0, 0.7, 0, 0, 0}},
+		{1, []float32{1, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0, 0, 0}},
+		{2, []float32{2, 0, 0, 0, 0, 0, 0, 0.7, 0.8, 0.9, -0.5}},
+	} {
+		a := full(tc.mode)
+		if m := gateMode(a); m != int(tc.mode) || !slices.Equal(a, tc.want) {
+			t.Errorf("mode %v: gateMode = %d, %v; want %v", tc.mode, m, a, tc.want)
+		}
+	}
+}
+
+func TestNewLoopRejects(t *testing.T) {
+	p := loadPolicy(t, smallPath(t))
+	clock := NewManualClock(time.Unix(0, 0))
+	for _, tc := range []struct {
+		cfg     LoopConfig
+		wantErr string
+	}{
+		{LoopConfig{Rate: -1}, "rate -1 Hz"},
+		{LoopConfig{Rate: math.Inf(1)}, "rate +Inf Hz"},
+		{LoopConfig{MaxImageAge: -time.Second}, "max_image_age"},
+		{LoopConfig{HeartbeatTimeout: -1}, "heartbeat_timeout"},
+		{LoopConfig{MaxSteps: -3}, "max_steps -3"},
+		{LoopConfig{Safety: policy.SafetyConfig{MaxRate: []float64{1, 2}}}, "max_rate has 2 entries"},
+	} {
+		if _, err := NewLoop(p, tc.cfg, clock, NewInputs(clock), &allocSink{}, nil); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("NewLoop(%+v) = %v, want %q", tc.cfg, err, tc.wantErr)
+		}
+	}
+	l, err := NewLoop(p, LoopConfig{Rate: 20, Deadline: time.Second}, clock, NewInputs(clock), &allocSink{}, nil)
+	if err != nil || l.Config().Deadline != 50*time.Millisecond || l.Config().MaxImageAge != DefaultMaxImageAge {
+		t.Errorf("defaults: %+v, %v; want the deadline cut to the 50 ms period", l.Config(), err)
+	}
+}
+
+func TestWarmup(t *testing.T) {
+	p := loadPolicy(t, smallPath(t))
+	r, err := Warmup(p, 5, 128, 160, time.Hour)
+	if err != nil || r.Steps != 5 || r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
+		t.Fatalf("Warmup = %+v, %v", r, err)
+	}
+	_, err = Warmup(p, 3, 128, 160, time.Microsecond)
+	if err == nil || !strings.Contains(err.Error(), "p99 step latency") || !strings.Contains(err.Error(), "1µs deadline") {
+		t.Fatalf("a warm-up slower than its budget: %v", err)
+	}
+	if _, err := Warmup(p, 0, 128, 160, time.Hour); err == nil {
+		t.Error("zero warm-up steps accepted")
+	}
+}

@@ -1,0 +1,102 @@
+package node
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/ttmrobot/ttm/internal/safetensors"
+	"github.com/ttmrobot/ttm/policy"
+)
+
+// testDir holds the checkpoints the tests share; TestMain removes it.
+var testDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "node-test")
+	if err != nil {
+		panic(err)
+	}
+	testDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// smallCheckpoint writes one small policy (B0 at 128x160) and its seeded
+// backbone per test binary.
+var smallCheckpoint = sync.OnceValues(func() (string, error) {
+	spec, err := policy.Preset("small")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(testDir, "small.safetensors")
+	return out, policy.Create(spec, 7, "", out, nil)
+})
+
+func smallPath(t testing.TB) string {
+	t.Helper()
+	p, err := smallCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// derivedCheckpoint writes a copy of the small checkpoint (beside it, so it
+// finds the same backbone) with its tensors changed by edit.
+func derivedCheckpoint(t testing.TB, name string, edit func(tensor string, v []float32)) string {
+	t.Helper()
+	f, err := safetensors.ReadFile(smallPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tn, tensor := range f.Tensors {
+		v, err := tensor.Floats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(tn, v)
+		f.Tensors[tn] = safetensors.FromFloat32(v, tensor.Shape...)
+	}
+	out := filepath.Join(testDir, name+".safetensors")
+	if err := safetensors.WriteFile(out, f); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// modeCheckpoint is the small policy with its head biased so that it always
+// picks mode (policy.ModeTerminate, ModeArm or ModeBase): the mode logits
+// come first in the head's output.
+func modeCheckpoint(t testing.TB, mode int) string {
+	return derivedCheckpoint(t, "mode"+string(rune('0'+mode)), func(name string, v []float32) {
+		if name == policy.Prefix+"head/bias" {
+			v[mode] = 1e3
+		}
+	})
+}
+
+// overflowCheckpoint is the small policy with a head kernel and bias at
+// float32's largest values: its logits overflow, so Step fails with
+// policy.ErrNonFinite.
+func overflowCheckpoint(t testing.TB) string {
+	return derivedCheckpoint(t, "overflow", func(name string, v []float32) {
+		if name == policy.Prefix+"head/kernel" || name == policy.Prefix+"head/bias" {
+			for i := range v {
+				v[i] = 3.4e38
+			}
+		}
+	})
+}
+
+func loadPolicy(t testing.TB, path string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Load(path, policy.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}

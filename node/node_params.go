@@ -1,0 +1,171 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ttmrobot/ttm/policy"
+)
+
+// NodeParams is the node's configuration from its private ROS parameters
+// (command line _name:=value first, then the parameter server, then the
+// default):
+//
+//	~rate                    float  10     control rate, Hz
+//	~deadline                float  0      seconds after a tick by which its action is out; 0 or more than the period: the period
+//	~max_image_age           float  0.5    seconds; older frames are not acted on (header stamp, or arrival when the stamp is zero)
+//	~heartbeat_timeout       float  0      seconds; 0 turns the heartbeat deadman off
+//	~max_steps               int    0      actions per episode; 0: unlimited
+//	~reset_on_instruction    bool   true   a new instruction starts a new episode
+//	~enabled                 bool   true   act from the start (else wait for the enable service)
+//	~max_rate                [float] none  per action dimension, largest change per second (0: unlimited)
+//	~workspace/min, ~workspace/max  [x, y, z]  metres; both or neither
+//	~workspace/scale         float  0.01   metres per unit of world_vector
+//	~workspace/start         [x, y, z]  the end-effector position at start (default: the box's centre)
+//	~expect_image_height     int    0      refuse a checkpoint with another network input size (0: any)
+//	~expect_image_width      int    0
+//	~expect_backbone_sha256  string ""     refuse a checkpoint made with another backbone ("": any)
+//	~warmup_steps            int    20     timed warm-up steps before going live
+//	~warmup_image_height     int    0      warm-up frame size (0: the network's input size)
+//	~warmup_image_width      int    0
+//	~diagnostics_period      float  1.0    seconds between /diagnostics messages
+//	/use_sim_time            bool   false  node time follows /clock
+type NodeParams struct {
+	Loop              LoopConfig
+	Expect            policy.Expect // ActionSpace is always RT-1's
+	WarmupSteps       int
+	WarmupHeight      int
+	WarmupWidth       int
+	DiagnosticsPeriod time.Duration
+	UseSimTime        bool
+	StartDisabled     bool
+}
+
+// paramError marks a parameter that has an unusable value: retrying cannot
+// help.
+type paramError struct{ err error }
+
+func (e *paramError) Error() string { return e.err.Error() }
+func (e *paramError) Unwrap() error { return e.err }
+
+func badParam(format string, a ...any) error { return &paramError{fmt.Errorf(format, a...)} }
+
+// permanentParamError reports whether err is a bad value (not a master that
+// cannot be reached).
+func permanentParamError(err error) bool {
+	var pe *paramError
+	var te *ParamTypeError
+	return errors.As(err, &pe) || errors.As(err, &te)
+}
+
+// ReadNodeParams reads and checks the node's parameters.
+func ReadNodeParams(ctx context.Context, p *Params) (NodeParams, error) {
+	var np NodeParams
+	var firstErr error
+	keep := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	flt := func(name string, def float64) float64 {
+		v, err := p.Float64(ctx, name, def)
+		keep(err)
+		if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+			keep(badParam("parameter %s is %g", name, v))
+		}
+		return v
+	}
+	secs := func(name string, def float64) time.Duration {
+		v := flt(name, def)
+		if v < 0 {
+			keep(badParam("parameter %s is %g s; want >= 0", name, v))
+			return 0
+		}
+		return time.Duration(v * float64(time.Second))
+	}
+	integer := func(name string, def int) int {
+		v, err := p.Int(ctx, name, def)
+		keep(err)
+		if err == nil && v < 0 {
+			keep(badParam("parameter %s is %d; want >= 0", name, v))
+		}
+		return v
+	}
+	boolean := func(name string, def bool) bool {
+		v, err := p.Bool(ctx, name, def)
+		keep(err)
+		return v
+	}
+
+	c := &np.Loop
+	c.Rate = flt("~rate", DefaultRate)
+	c.Deadline = secs("~deadline", 0)
+	c.MaxImageAge = secs("~max_image_age", DefaultMaxImageAge.Seconds())
+	c.HeartbeatTimeout = secs("~heartbeat_timeout", 0)
+	c.MaxSteps = integer("~max_steps", 0)
+	c.KeepMemoryOnInstruction = !boolean("~reset_on_instruction", true)
+	np.StartDisabled = !boolean("~enabled", true)
+	maxRate, err := p.Float64s(ctx, "~max_rate", nil)
+	keep(err)
+	c.Safety.MaxRate = maxRate
+
+	wmin, err := p.Float64s(ctx, "~workspace/min", nil)
+	keep(err)
+	wmax, err := p.Float64s(ctx, "~workspace/max", nil)
+	keep(err)
+	scale := flt("~workspace/scale", 0.01)
+	start, err := p.Float64s(ctx, "~workspace/start", nil)
+	keep(err)
+	switch {
+	case wmin == nil && wmax == nil:
+		if start != nil {
+			keep(badParam("parameter ~workspace/start is set without ~workspace/min and ~workspace/max"))
+		}
+	case len(wmin) != 3 || len(wmax) != 3:
+		keep(badParam("parameters ~workspace/min and ~workspace/max must both be [x, y, z] (got %v and %v)", wmin, wmax))
+	default:
+		w := &policy.Workspace{Scale: scale}
+		copy(w.Min[:], wmin)
+		copy(w.Max[:], wmax)
+		c.Safety.Workspace = w
+		for k := range 3 {
+			c.WorkspaceStart[k] = (w.Min[k] + w.Max[k]) / 2
+		}
+		if start != nil {
+			if len(start) != 3 {
+				keep(badParam("parameter ~workspace/start must be [x, y, z] (got %v)", start))
+			} else {
+				copy(c.WorkspaceStart[:], start)
+			}
+		}
+	}
+
+	np.Expect.ImageHeight = integer("~expect_image_height", 0)
+	np.Expect.ImageWidth = integer("~expect_image_width", 0)
+	np.Expect.BackboneSHA256, err = p.String(ctx, "~expect_backbone_sha256", "")
+	keep(err)
+	rt1 := policy.RT1()
+	np.Expect.ActionSpace = &rt1
+	np.WarmupSteps = integer("~warmup_steps", 20)
+	np.WarmupHeight = integer("~warmup_image_height", 0)
+	np.WarmupWidth = integer("~warmup_image_width", 0)
+	np.DiagnosticsPeriod = secs("~diagnostics_period", DefaultDiagnosticsPeriod.Seconds())
+	np.UseSimTime, err = p.UseSimTime(ctx)
+	keep(err)
+	if firstErr != nil {
+		return NodeParams{}, firstErr
+	}
+	if np.DiagnosticsPeriod < 10*time.Millisecond {
+		return NodeParams{}, badParam("parameter ~diagnostics_period is %v; want at least 0.01 s", np.DiagnosticsPeriod)
+	}
+	if err := c.defaults(); err != nil {
+		return NodeParams{}, &paramError{err}
+	}
+	if _, err := policy.NewFilter(rt1, c.Safety); err != nil {
+		return NodeParams{}, &paramError{err}
+	}
+	return np, nil
+}

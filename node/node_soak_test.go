@@ -1,0 +1,223 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/rostest"
+	"github.com/ttmrobot/ttm/internal/safetensors"
+	"github.com/ttmrobot/ttm/policy"
+)
+
+// The soak harness: go test -run Soak -soak=10m ./node
+//
+// It runs the node in this process against a real roscore for the given
+// time, with a Go camera publishing rgb8 frames with fresh stamps, and
+// reports deadline misses, loop jitter, end-to-end latency from the image
+// stamp to the published action, inference time, the publish rate a
+// subscriber sees and the process's RSS at start and end. Without -soak the
+// test is skipped: it is a measurement, not part of `make test`.
+var (
+	soakFor      = flag.Duration("soak", 0, "run TestSoak for this long (e.g. 1m, 10m)")
+	soakPreset   = flag.String("soak-preset", "robot", "policy preset of the soak: robot or small")
+	soakRate     = flag.Float64("soak-rate", 10, "control rate of the soak, Hz")
+	soakCameraHz = flag.Float64("soak-camera-hz", 15, "camera rate of the soak, Hz")
+	soakThreads  = flag.Int("soak-threads", 0, "node threads (0: one per CPU)")
+	soakOut      = flag.String("soak-out", "", "also write the soak report as JSON to this file")
+)
+
+// SoakReport is what TestSoak measures.
+type SoakReport struct {
+	Preset          string  `json:"preset"`
+	RateHz          float64 `json:"rate_hz"`
+	CameraHz        float64 `json:"camera_hz"`
+	Threads         int     `json:"threads"`
+	Seconds         float64 `json:"seconds"`
+	Ticks           uint64  `json:"ticks"`
+	Acted           uint64  `json:"acted"`
+	Stopped         uint64  `json:"stopped"`
+	DeadlineMisses  uint64  `json:"deadline_misses"`
+	Busy            uint64  `json:"busy_ticks"`
+	SkippedTicks    uint64  `json:"skipped_ticks"`
+	FramesIn        uint64  `json:"frames_in"`
+	FramesDropped   uint64  `json:"frames_dropped"`
+	RepeatedFrames  uint64  `json:"frames_repeated"`
+	StaleTicks      uint64  `json:"stale_frame_ticks"`
+	JitterP50MS     float64 `json:"jitter_p50_ms"`
+	JitterP99MS     float64 `json:"jitter_p99_ms"`
+	JitterMaxMS     float64 `json:"jitter_max_ms"`
+	InferenceP50MS  float64 `json:"inference_p50_ms"`
+	InferenceP99MS  float64 `json:"inference_p99_ms"`
+	InferenceMaxMS  float64 `json:"inference_max_ms"`
+	EndToEndP50MS   float64 `json:"end_to_end_p50_ms"`
+	EndToEndP99MS   float64 `json:"end_to_end_p99_ms"`
+	EndToEndMaxMS   float64 `json:"end_to_end_max_ms"`
+	TickLatencyP99  float64 `json:"tick_latency_p99_ms"`
+	WarmupP50MS     float64 `json:"warmup_p50_ms"`
+	WarmupP99MS     float64 `json:"warmup_p99_ms"`
+	SubscriberHz    float64 `json:"subscriber_hz"`
+	RSSStartMB      float64 `json:"rss_start_mb"`
+	RSSEndMB        float64 `json:"rss_end_mb"`
+	GoHeapStartMB   float64 `json:"go_heap_start_mb"`
+	GoHeapEndMB     float64 `json:"go_heap_end_mb"`
+	NonFiniteValues int     `json:"non_finite_values"`
+}
+
+func TestSoak(t *testing.T) {
+	if *soakFor <= 0 {
+		t.Skip("a measurement: run with -soak=DURATION (go test -run Soak -soak=10m ./node)")
+	}
+	spec, err := policy.Preset(*soakPreset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(t.TempDir(), *soakPreset+".safetensors")
+	if err := policy.Create(spec, 1, "", ckpt, nil); err != nil {
+		t.Fatal(err)
+	}
+	biasToArm(t, ckpt) // keep acting: a seeded policy terminates every few steps
+
+	m := rostest.StartMaster(t)
+	log, _ := newTestLogger(t)
+	threads := *soakThreads
+	if threads == 0 {
+		threads = runtime.NumCPU()
+	}
+	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=20")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n, err := Start(ctx, Config{Args: args, Policy: ckpt, Threads: threads, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	cam := startCamera(t, m.URI, "/headcam/image_raw", 256, 320, *soakCameraHz, log.Named("camera"))
+	watch := startWatcher(t, m.URI, "/action", log.Named("watcher"))
+	m.MustRun(toolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: 'pick up the coke can'")
+	rostest.WaitFor(t, 30*time.Second, "the node acting", func() error {
+		if n.Stats().Acted < 10 {
+			return fmt.Errorf("stats %+v", n.Stats().Counters)
+		}
+		return nil
+	})
+
+	runtime.GC()
+	rss0, heap0 := rssMB(t), heapMB()
+	n.loop.resetTotals()
+	s0 := n.Stats()
+	start := time.Now()
+	for time.Since(start) < *soakFor {
+		time.Sleep(min(time.Minute, *soakFor-time.Since(start)))
+		s := n.Stats()
+		t.Logf("soak %v: ticks %d, acted %d, deadline misses %d, busy %d, inference p99 %v (last 64), RSS %.1f MB",
+			time.Since(start).Round(time.Second), s.Ticks-s0.Ticks, s.Acted-s0.Acted, s.DeadlineMisses-s0.DeadlineMisses, s.Busy-s0.Busy,
+			s.Stages[StageInference].P99.Round(100*time.Microsecond), rssMB(t))
+	}
+	elapsed := time.Since(start)
+	s := n.Stats()
+	runtime.GC()
+	r := SoakReport{
+		Preset: *soakPreset, RateHz: *soakRate, CameraHz: *soakCameraHz, Threads: threads, Seconds: elapsed.Seconds(),
+		Ticks: s.Ticks - s0.Ticks, Acted: s.Acted - s0.Acted, Stopped: s.Stopped - s0.Stopped,
+		DeadlineMisses: s.DeadlineMisses - s0.DeadlineMisses, Busy: s.Busy - s0.Busy, SkippedTicks: s.SkippedTicks - s0.SkippedTicks,
+		FramesIn: s.FramesIn - s0.FramesIn, FramesDropped: s.FramesDropped - s0.FramesDropped,
+		RepeatedFrames: s.RepeatedFrames - s0.RepeatedFrames, StaleTicks: s.StaleFrames - s0.StaleFrames,
+		RSSStartMB: rss0, RSSEndMB: rssMB(t), GoHeapStartMB: heap0, GoHeapEndMB: heapMB(),
+		WarmupP50MS: msOf(n.Warmup().P50), WarmupP99MS: msOf(n.Warmup().P99),
+	}
+	// Quantiles of the measured window (histogram, within 4.4 %).
+	q := s.Stages[StageJitter]
+	r.JitterP50MS, r.JitterP99MS, r.JitterMaxMS = msOf(q.TotalP50), msOf(q.TotalP99), msOf(q.Max)
+	q = s.Stages[StageInference]
+	r.InferenceP50MS, r.InferenceP99MS, r.InferenceMaxMS = msOf(q.TotalP50), msOf(q.TotalP99), msOf(q.Max)
+	q = s.Stages[StageEndToEnd]
+	r.EndToEndP50MS, r.EndToEndP99MS, r.EndToEndMaxMS = msOf(q.TotalP50), msOf(q.TotalP99), msOf(q.Max)
+	r.TickLatencyP99 = msOf(s.Stages[StageTickLatency].TotalP99)
+
+	acts := watch.actionsSince(start)
+	if len(acts) > 1 {
+		r.SubscriberHz = float64(len(acts)-1) / acts[len(acts)-1].at.Sub(acts[0].at).Seconds()
+	}
+	for _, a := range watch.actionsSince(time.Time{}) {
+		for _, v := range a.msg.Data {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				r.NonFiniteValues++
+			}
+		}
+	}
+	cam.close()
+	b, _ := json.MarshalIndent(r, "", "  ")
+	t.Logf("soak report:\n%s", b)
+	if *soakOut != "" {
+		if err := os.WriteFile(*soakOut, append(b, '\n'), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	if r.NonFiniteValues != 0 {
+		t.Errorf("%d non-finite action values published", r.NonFiniteValues)
+	}
+	if math.Abs(r.SubscriberHz-*soakRate)/(*soakRate) > 0.02 {
+		t.Errorf("a subscriber saw %.3f Hz, want %g Hz within 2 %%", r.SubscriberHz, *soakRate)
+	}
+	if r.Acted+r.Stopped != r.Ticks {
+		t.Errorf("%d ticks but %d actions and %d stops published", r.Ticks, r.Acted, r.Stopped)
+	}
+}
+
+func msOf(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
+
+// rssMB reads this process's resident set size.
+func rssMB(t *testing.T) float64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb / 1024
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+func heapMB() float64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return float64(ms.HeapAlloc) / (1 << 20)
+}
+
+// biasToArm makes a checkpoint's head always choose arm mode.
+func biasToArm(t *testing.T, path string) {
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := policy.Prefix + "head/bias"
+	bias, err := f.Tensors[name].Floats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bias[policy.ModeArm] = 1e3
+	f.Tensors[name] = safetensors.FromFloat32(bias, len(bias))
+	if err := safetensors.WriteFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+}

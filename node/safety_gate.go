@@ -1,0 +1,77 @@
+package node
+
+import "fmt"
+
+// Reason says why a tick did not publish the policy's action. The control
+// loop checks them in this order at every tick and reports the first that
+// applies; ReasonNone means it acted.
+type Reason int
+
+const (
+	ReasonNone          Reason = iota // acting: the policy's action was published
+	ReasonEStop                       // e_stop received, not yet e_stop_reset
+	ReasonDisabled                    // the enable service was called with false
+	ReasonHeartbeat                   // no heartbeat within ~heartbeat_timeout
+	ReasonNoFrame                     // no camera frame received yet
+	ReasonNoInstruction               // no instruction (or embedding) received yet
+	ReasonStaleFrame                  // the newest frame is older than ~max_image_age (or stamped in the future)
+	ReasonEpisodeDone                 // the policy terminated or ~max_steps was reached; waiting for a new episode
+	ReasonBusy                        // an inference that missed its deadline is still running
+	ReasonDeadline                    // the inference did not finish by the tick's deadline
+	ReasonPolicyError                 // the inference failed (bad frame or embedding, non-finite output)
+	ReasonRejected                    // the safety filter rejected the action (non-finite value)
+	ReasonShutdown                    // the node is stopping
+	numReasons
+)
+
+var reasonText = [numReasons]string{
+	ReasonNone:          "acting",
+	ReasonEStop:         "e-stop latched (publish e_stop_reset to clear)",
+	ReasonDisabled:      "disabled (call enable with true)",
+	ReasonHeartbeat:     "heartbeat lost",
+	ReasonNoFrame:       "no camera frame yet",
+	ReasonNoInstruction: "no instruction yet",
+	ReasonStaleFrame:    "camera frame too old",
+	ReasonEpisodeDone:   "episode done (new instruction or reset_memory starts the next)",
+	ReasonBusy:          "previous inference still running",
+	ReasonDeadline:      "inference missed its deadline",
+	ReasonPolicyError:   "inference failed",
+	ReasonRejected:      "action rejected by the safety filter",
+	ReasonShutdown:      "shutting down",
+}
+
+var reasonKey = [numReasons]string{
+	ReasonNone:          "acting",
+	ReasonEStop:         "e_stop",
+	ReasonDisabled:      "disabled",
+	ReasonHeartbeat:     "heartbeat",
+	ReasonNoFrame:       "no_frame",
+	ReasonNoInstruction: "no_instruction",
+	ReasonStaleFrame:    "stale_frame",
+	ReasonEpisodeDone:   "episode_done",
+	ReasonBusy:          "busy",
+	ReasonDeadline:      "deadline_miss",
+	ReasonPolicyError:   "policy_error",
+	ReasonRejected:      "rejected",
+	ReasonShutdown:      "shutdown",
+}
+
+// String is a human-readable explanation.
+func (r Reason) String() string {
+	if r < 0 || r >= numReasons {
+		return fmt.Sprintf("Reason(%d)", int(r))
+	}
+	return reasonText[r]
+}
+
+// Key is a short machine-readable name (for diagnostics and the status
+// topic).
+func (r Reason) Key() string {
+	if r < 0 || r >= numReasons {
+		return fmt.Sprintf("reason_%d", int(r))
+	}
+	return reasonKey[r]
+}
+
+// waiting reports whether r only means an input has not arrived yet.
+func (r Reason) waiting() bool { return r == ReasonNoFrame || r == ReasonNoInstruction }
