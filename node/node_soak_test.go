@@ -30,7 +30,7 @@ import (
 // test is skipped: it is a measurement, not part of `make test`.
 var (
 	soakFor      = flag.Duration("soak", 0, "run TestSoak for this long (e.g. 1m, 10m)")
-	soakPreset   = flag.String("soak-preset", "robot", "policy preset of the soak: robot or small")
+	soakPreset   = flag.String("soak-preset", "robot", "policy preset of the soak: robot (B0 at 224), robot-b3 (B3 at 300) or small")
 	soakRate     = flag.Float64("soak-rate", 10, "control rate of the soak, Hz")
 	soakCameraHz = flag.Float64("soak-camera-hz", 15, "camera rate of the soak, Hz")
 	soakThreads  = flag.Int("soak-threads", 0, "node threads (0: one per CPU)")

@@ -86,6 +86,8 @@ func (s Spec) Validate() error {
 // not the window, is what carries the episode's history: 4 frames (0.4 s
 // at 10 Hz) are enough for motion.
 //
+// robot-b3: the same on RT-1's EfficientNet-B3 at 300x300, for 3 Hz.
+//
 // small: for tests and training in CI: d 64, one frame of 4 tokens, the 11
 // action tokens and 1 zero row (n 16), on B0 at 128x160.
 func Presets() map[string]Spec {
@@ -93,6 +95,11 @@ func Presets() map[string]Spec {
 	robotVision := vision.DefaultConfig(1280)
 	robotVision.Preprocess.Height, robotVision.Preprocess.Width = 224, 224
 	robotVision.History = 4
+
+	// RT-1's own front end: EfficientNet-B3 at 300x300 (9x9x1536), 3 Hz.
+	robotB3Vision := robotVision
+	robotB3Vision.Preprocess.Height, robotB3Vision.Preprocess.Width = 300, 300
+	robotB3Vision.Head.FeatureChannels = 1536
 
 	smallTTM, _ := ttm.Preset("small")
 	smallVision := vision.DefaultConfig(1280)
@@ -106,6 +113,11 @@ func Presets() map[string]Spec {
 			Policy: Config{Preset: "robot", ActionSpace: RT1(), Padding: 5},
 			TTM:    robotTTM, Vision: robotVision, Language: language.DefaultConfig(),
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 224, Width: 224},
+		},
+		"robot-b3": {
+			Policy: Config{Preset: "robot-b3", ActionSpace: RT1(), Padding: 5},
+			TTM:    robotTTM, Vision: robotB3Vision, Language: language.DefaultConfig(),
+			Backbone: vision.EfficientNetConfig{Variant: "b3", Height: 300, Width: 300},
 		},
 		"small": {
 			Policy: Config{Preset: "small", ActionSpace: RT1(), Padding: 1},

@@ -57,12 +57,12 @@ func frame(seed uint64) vision.Frame {
 }
 
 func TestPresetsAreConsistent(t *testing.T) {
-	for _, name := range []string{"robot", "small"} {
+	for _, name := range []string{"robot", "robot-b3", "small"} {
 		s, err := Preset(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if name == "robot" && (s.TTM.InputTokens != 48 || s.TTM.MemorySize != 96 || s.TTM.ProcessSize != 16 || s.TTM.Dim != 512) {
+		if name != "small" && (s.TTM.InputTokens != 48 || s.TTM.MemorySize != 96 || s.TTM.ProcessSize != 16 || s.TTM.Dim != 512) {
 			t.Errorf("robot preset is not the paper's TTM: %+v", s.TTM)
 		}
 	}

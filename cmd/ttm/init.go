@@ -13,7 +13,7 @@ func init() {
 }
 
 func runInit(env *environment, args []string) error {
-	fs := newFlags(env, "init", "(--config CONFIG.json | --preset robot|charades|small) --out W.safetensors [--seed N]\n       ttm init --policy --preset small|robot [--backbone FILE.onnx] --out CKPT.safetensors [--seed N]")
+	fs := newFlags(env, "init", "(--config CONFIG.json | --preset robot|charades|small) --out W.safetensors [--seed N]\n       ttm init --policy --preset small|robot|robot-b3 [--backbone FILE.onnx] --out CKPT.safetensors [--seed N]")
 	configPath := fs.String("config", "", "TTM configuration `JSON` file (field names as in the checkpoint's ttm.config)")
 	preset := fs.String("preset", "", "named configuration: robot, charades or small")
 	out := fs.String("out", "", "output checkpoint `file` (.safetensors)")
