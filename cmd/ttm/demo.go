@@ -84,7 +84,22 @@ func runDemo(env *environment, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "\nmean step %.2f ms over %d steps; replaying steps %d-%d from a snapshot gave bit-identical memories\n\n",
 		ms(total)/float64(*steps), *steps, *steps/2+1, *steps)
-	return runBench(env, []string{"--weights", weights, "--steps", "1000"})
+	if err := runBench(env, []string{"--weights", weights, "--steps", "1000"}); err != nil {
+		return err
+	}
+
+	// The whole policy (backbone, front end, TTM, head) driving the
+	// simulator in closed loop. The weights are fresh: training comes later,
+	// so expect the table to show what an untrained policy does.
+	pol := filepath.Join(*dir, "small-policy.safetensors")
+	if _, err := os.Stat(pol); errors.Is(err, fs.ErrNotExist) {
+		if err := runInit(env, []string{"--policy", "--preset", "small", "--seed", "1", "--out", pol}); err != nil {
+			return err
+		}
+	}
+	strips := filepath.Join(*dir, "strips")
+	fmt.Fprintf(env.stdout, "\nthe small policy (untrained) driving the simulator; headcam strips in %s\n", strips)
+	return runSim(env, []string{"--policy", pol, "--tasks", "all", "--episodes", "2", "--size", "128x160", "--out", strips})
 }
 
 func norm(x []float32) float64 {

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -33,11 +34,13 @@ type simConfig struct {
 // per-task success table. The agent is the scripted expert (--expert);
 // a learned policy plugs in through sim.Agent.
 func runSim(env *environment, args []string) error {
-	fl := newFlags(env, "sim", "--expert [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--out DIR]")
+	fl := newFlags(env, "sim", "(--expert | --policy CKPT.safetensors) [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--out DIR]")
 	tasks := fl.String("tasks", "all", "tasks to run: all, families, memory, or names separated by commas")
 	episodes := fl.Int("episodes", 10, "episodes per task")
 	seed := fl.Uint64("seed", 1, "seed of the first episode; episode i of every task uses seed+i")
-	expert := fl.Bool("expert", false, "act with the scripted experts (required until a policy agent exists)")
+	expert := fl.Bool("expert", false, "act with the scripted experts")
+	policyPath := fl.String("policy", "", "act with the policy in this checkpoint `file`")
+	noMemory := fl.Bool("no-memory", false, "policy: zero the TTM memory before every step (the paper's ablation)")
 	size := fl.String("size", "256x320", "headcam image size HxW")
 	out := fl.String("out", "", "write a PNG strip of headcam frames per task into `DIR`")
 	frames := fl.Int("frames", 10, "frames per episode in a strip")
@@ -47,8 +50,8 @@ func runSim(env *environment, args []string) error {
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
-	if !*expert {
-		return fmt.Errorf("%w: no policy agent is available yet; pass --expert to run the scripted experts", errUsage)
+	if *expert == (*policyPath != "") {
+		return fmt.Errorf("%w: give exactly one of --expert and --policy", errUsage)
 	}
 	cfg := simConfig{episodes: *episodes, seed: *seed, out: *out, frames: *frames, agentName: "expert",
 		expert: sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause}}
@@ -68,6 +71,17 @@ func runSim(env *environment, args []string) error {
 		return fmt.Errorf("%w: --noise and --base-noise must be >= 0 and --pause in [0, 1)", errUsage)
 	}
 	cfg.newAgent = func(ep *sim.Episode) sim.Agent { return sim.ExpertAgent{Expert: ep.Expert(cfg.expert)} }
+	if *policyPath != "" {
+		p, err := policy.Load(*policyPath, policy.Options{Log: env.log})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		p.SetNoMemory(*noMemory)
+		agent := newPolicyAgent(p)
+		cfg.agentName = "policy"
+		cfg.newAgent = func(*sim.Episode) sim.Agent { return agent }
+	}
 	if cfg.out != "" {
 		if err := os.MkdirAll(cfg.out, 0o755); err != nil {
 			return fmt.Errorf("--out: %w", err)
