@@ -1,10 +1,7 @@
 package policy
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -92,7 +89,7 @@ func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) erro
 		}
 		log.Info("wrote a seeded backbone", "file", backbone, "variant", gen.Variant, "height", gen.Height, "width", gen.Width)
 	}
-	sum, err := fileSHA256(backbone)
+	sum, err := vision.FileSHA256(backbone)
 	if err != nil {
 		return fmt.Errorf("backbone %s: %w", backbone, err)
 	}
@@ -237,19 +234,6 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 		return nil, fmt.Errorf("checkpoint does not match its configuration:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return p, nil
-}
-
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func equalShape(a, b []int) bool {

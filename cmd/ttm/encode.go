@@ -1,10 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -142,7 +139,7 @@ func runEncode(env *environment, args []string) error {
 	res.Metadata["encode.image"] = source
 	res.Metadata["encode.preprocess"] = cfg.Preprocess.JSON()
 	res.Metadata["encode.film"] = "none"
-	if sum, err := encodeFileSHA256(*backbonePath); err == nil {
+	if sum, err := vision.FileSHA256(*backbonePath); err == nil {
 		res.Metadata["encode.backbone_sha256"] = sum
 	}
 	fmt.Fprintf(env.stdout, "input     [1 3 %d %d]  %s\n", cfg.Preprocess.Height, cfg.Preprocess.Width, encodeSummary(input))
@@ -244,20 +241,6 @@ func encodeReadInput(dst []float32, path string, p vision.PreprocessConfig) erro
 		}
 	}
 	return nil
-}
-
-// encodeFileSHA256 returns the hex SHA-256 of a file.
-func encodeFileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // encodeGraphSize returns the size an ONNX file declares for its image
