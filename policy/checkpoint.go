@@ -139,6 +139,25 @@ func (p *Policy) Save(path string) error {
 	return safetensors.WriteFile(path, f)
 }
 
+// SaveAs writes the checkpoint to path naming backbone as its backbone
+// file: relative to path's folder when it lies inside it, else absolute.
+// Training uses it to write a checkpoint away from the one it started from.
+func (p *Policy) SaveAs(path, backbone string) error {
+	rel, err := filepath.Rel(filepath.Dir(path), backbone)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		if rel, err = filepath.Abs(backbone); err != nil {
+			return err
+		}
+	}
+	saved := p.spec.Vision.Backbone.File
+	p.spec.Vision.Backbone.File = rel
+	defer func() { p.spec.Vision.Backbone.File = saved }()
+	return p.Save(path)
+}
+
+// BackbonePath is the backbone file the policy was opened with.
+func (p *Policy) BackbonePath() string { return p.backbonePath }
+
 // Load reads a policy checkpoint, checks it against opts.Expect and opens
 // its backbone. Every mismatch is an error: the node refuses to start
 // rather than act on a policy made for another robot or camera.
@@ -177,7 +196,7 @@ func Load(path string, opts Options) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", path, err)
 	}
-	p.front = front
+	p.front, p.backbonePath = front, backbone
 	return p, nil
 }
 

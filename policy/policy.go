@@ -73,6 +73,8 @@ type Policy struct {
 	params   []float32 // the policy's own parameters (action embeddings, head)
 	specs    []paramSpec
 	visionHd *vision.Head
+	// backbonePath is the backbone file opened by Load ("" without one).
+	backbonePath string
 
 	frame  []float32 // (K, d) the new frame's tokens
 	input  []float32 // (n, d) the TTM's input
@@ -81,6 +83,8 @@ type Policy struct {
 	logits []float32 // (Σ width)
 	saved  *ttm.Memory
 	action []float32
+	// zeroAction is the action tokens' input with BlindActions.
+	zeroAction []float32
 }
 
 // assemble builds the policy around its parts; front may be nil.
@@ -93,7 +97,7 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
 		pooled: make([]float32, c.Dim), saved: ttm.NewMemory(c),
-		action: make([]float32, spec.Policy.ActionSpace.Len()),
+		action: make([]float32, spec.Policy.ActionSpace.Len()), zeroAction: make([]float32, spec.Policy.ActionSpace.Len()),
 	}
 	p.specs = p.head.specs(Prefix)
 	size := 0
@@ -210,7 +214,7 @@ func (p *Policy) StepTokens(frame []float32, st *State, action []float32) error 
 	copy(p.input, p.input[k*d:win])
 	copy(p.input[win-k*d:win], frame)
 	na := p.ActionSpace().Len()
-	p.head.actionTokens(p.input[win:win+na*d], st.Prev)
+	p.head.actionTokens(p.input[win:win+na*d], p.actionInput(st.Prev))
 	clear(p.input[win+na*d:])
 
 	p.saved.CopyFrom(st.Memory)
@@ -225,6 +229,15 @@ func (p *Policy) StepTokens(frame []float32, st *State, action []float32) error 
 	st.Steps++
 	copy(action, p.action)
 	return nil
+}
+
+// actionInput is the action the action tokens encode: the previous one,
+// or zeros for a policy with BlindActions.
+func (p *Policy) actionInput(prev []float32) []float32 {
+	if p.spec.Policy.BlindActions {
+		return p.zeroAction
+	}
+	return prev
 }
 
 // Logits is the last step's head output (Σ width), a view.

@@ -1,6 +1,7 @@
 package vision
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/go-hclog"
@@ -113,6 +114,28 @@ func (f *FrontEnd) EncodeInto(out []float32, frame Frame, embedding []float32) e
 		return fmt.Errorf("vision: backbone: %w", err)
 	}
 	f.head.Forward(out, f.acts, f.features, embedding)
+	return nil
+}
+
+// EncodeFeatures runs one frame through preprocessing and the backbone
+// only, and copies the feature map (C, h, w) into dst: what training
+// caches, since the backbone is frozen. The front end's FiLM must be in
+// the head (a backbone that takes the instruction makes features that
+// depend on it).
+func (f *FrontEnd) EncodeFeatures(dst []float32, frame Frame) error {
+	if f.cfg.Head.FiLM == FiLMBackbone {
+		return errors.New("vision: features of a backbone with a FiLM input depend on the instruction; cannot encode them alone")
+	}
+	if len(dst) != len(f.features) {
+		return fmt.Errorf("vision: feature buffer of %d values, the map has %d", len(dst), len(f.features))
+	}
+	if err := f.pre.Run(f.input, frame); err != nil {
+		return err
+	}
+	if err := f.backbone.Run(f.input, nil, f.features); err != nil {
+		return fmt.Errorf("vision: backbone: %w", err)
+	}
+	copy(dst, f.features)
 	return nil
 }
 

@@ -20,8 +20,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
+
+	"github.com/ttmrobot/ttm/internal/atomicfile"
 )
 
 // MaxHeaderSize bounds the JSON header, as the reference implementation does.
@@ -303,28 +304,5 @@ func Encode(w io.Writer, f *File) error {
 // WriteFile writes f to path atomically: to a temporary file in the same
 // directory, synced, then renamed, so a crash never leaves a partial file.
 func WriteFile(path string, f *File) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := Encode(tmp, f); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.Write(path, func(w io.Writer) error { return Encode(w, f) })
 }

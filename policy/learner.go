@@ -1,0 +1,382 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/ttm"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// Training support: the forward and backward passes of whole policy steps
+// above the frozen backbone, over windows of consecutive steps
+// (truncated backpropagation through time). policy/train drives it.
+//
+// One step, as Policy.StepTokens computes it, with what flows back:
+//
+//	e        = Language(instruction)                       (E)     once per window
+//	F_t      = Head(features_t, e)                         (K, d)  projection, FiLM, TokenLearner
+//	I_t      = [F_{t-h+1} .. F_t ; ActionTokens(a_{t-1}) ; 0]   (n, d)
+//	O_t, M_t+1 = TTM(M_t, I_t)
+//	logits_t = mean_r(O_t)·W + b                           (Σ width)
+//	loss_t   = Σ_i CE(logits_t,i, bin(a_t,i))  (0.5·(logit - a)² for a continuous dimension)
+//
+// Frames older than the window come from the carried State (their tokens
+// are constants); within the window each frame's tokens get the gradient
+// of every step whose input holds them.
+
+// Group is one block of trainable parameters: a part's flat parameter
+// slice, or a gradient or optimiser moment of the same layout.
+type Group struct {
+	Name   string
+	Params []float32
+}
+
+// Groups lists the policy's trainable parameters: the TTM, the vision head
+// (above the frozen backbone), the language model and the policy's own
+// action embeddings and head, in that order. The slices are the live
+// parameters: after changing them call ParamsChanged.
+func (p *Policy) Groups() []Group {
+	return []Group{
+		{"ttm", p.model.Params},
+		{"vision", p.visionHd.Params},
+		{"language", p.lang.Params},
+		{"policy", p.params},
+	}
+}
+
+// TensorSpec names one tensor of a Group: where it lies in the group's
+// flat slice.
+type TensorSpec struct {
+	Name         string
+	Shape        []int
+	Offset, Size int
+}
+
+// ParamSpecs lists the tensors of the named group (see Groups).
+func (p *Policy) ParamSpecs(group string) []TensorSpec {
+	var out []TensorSpec
+	switch group {
+	case "ttm":
+		for _, s := range p.model.Specs {
+			out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
+		}
+	case "vision":
+		for _, s := range p.visionHd.Specs {
+			out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
+		}
+	case "language":
+		for _, s := range p.lang.Specs {
+			out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
+		}
+	case "policy":
+		off := 0
+		for _, s := range p.specs {
+			n := numElements(s.shape)
+			out = append(out, TensorSpec{s.name, s.shape, off, n})
+			off += n
+		}
+	}
+	return out
+}
+
+// ParamsChanged must follow any change to the parameters of Groups: it
+// drops cached packed weights and instruction embeddings.
+func (p *Policy) ParamsChanged() {
+	p.model.ParamsChanged()
+	p.encoder = language.NewEncoder(p.lang, 64)
+}
+
+// Tokenize tokenizes an instruction for the learner.
+func (p *Policy) Tokenize(instruction string) (language.Tokens, error) {
+	return p.lang.Tokenizer.Tokenize(instruction)
+}
+
+// FeatureShape is the backbone's feature map: channels and positions
+// (h·w). It needs the backbone.
+func (p *Policy) FeatureShape() (c, n int, err error) {
+	if p.front == nil {
+		return 0, 0, errors.New("policy: loaded without a backbone")
+	}
+	c, h, w := p.front.FeatureShape()
+	return c, h * w, nil
+}
+
+// Features runs frame through the frozen backbone and writes its feature
+// map (C, N) into dst: training caches these.
+func (p *Policy) Features(dst []float32, frame vision.Frame) error {
+	if p.front == nil {
+		return errors.New("policy: loaded without a backbone")
+	}
+	return p.front.EncodeFeatures(dst, frame)
+}
+
+// StepData is one step of a demonstration, as the learner consumes it.
+type StepData struct {
+	Features []float32 // (C, N) the backbone's feature map of the step's frame
+	Prev     []float32 // the previous action (A); zeros at the start of an episode
+	Action   []float32 // the demonstrated action (A): the label
+}
+
+// WindowStats sums a window's loss and accuracy.
+type WindowStats struct {
+	Loss    float64 // Σ over steps of the per-step loss (Σ over dimensions)
+	Correct int     // discrete dimensions whose argmax is the demonstrated bin
+	Labels  int     // discrete dimensions scored
+	Steps   int
+}
+
+// Learner computes one window's loss and gradients. Each worker goroutine
+// owns one; Learners share the Policy, whose parameters must not change
+// while they run. It allocates nothing after NewLearner.
+type Learner struct {
+	p          *Policy
+	maxSteps   int
+	tape       *ttm.Tape
+	Grads      []Group // same layout as Policy.Groups; accumulated by Window
+	gHead      vision.HeadParams
+	gLang      language.Params
+	gOwn       *actionHead // views of the policy group's gradient
+	featN      int         // feature-map positions
+	emb        []float32   // (E) the instruction embedding
+	langPooled []float32
+	langDiff   []float32
+	dEmb       []float32
+
+	acts     []*vision.HeadActs // per step
+	frames   [][]float32        // per step (K, d)
+	dFrames  [][]float32        // per step (K, d)
+	inputs   [][]float32        // per step (n, d)
+	outputs  []float32          // (r, d) scratch: outputs are not kept, the loss is taken at once
+	dOutputs [][]float32        // per step (r, d)
+	pooled   []float32          // (d)
+	logits   []float32          // (Σ width)
+	dLogits  []float32          // (Σ width)
+	dPooled  []float32          // (d)
+	dInput   []float32          // (n, d)
+	dMem     []float32          // (m, d)
+	feats    [][]float32        // per step, the caller's feature maps
+	prevs    [][]float32        // per step, the caller's previous actions
+}
+
+// NewLearner prepares a learner for windows of up to steps steps on
+// feature maps of featN positions (h·w of the backbone's output).
+func NewLearner(p *Policy, steps, featN int) *Learner {
+	c, v := p.spec.TTM, p.spec.Vision
+	d, k := c.Dim, v.Head.Tokens
+	l := &Learner{
+		p: p, maxSteps: steps, tape: ttm.NewTape(p.model, steps), featN: featN,
+		emb: make([]float32, p.spec.Language.Width), langPooled: make([]float32, p.spec.Language.TokenDim),
+		langDiff: make([]float32, p.spec.Language.TokenDim), dEmb: make([]float32, p.spec.Language.Width),
+		outputs: make([]float32, c.ProcessSize*d), pooled: make([]float32, d),
+		logits: make([]float32, p.head.width), dLogits: make([]float32, p.head.width), dPooled: make([]float32, d),
+		dInput: make([]float32, c.InputTokens*d), dMem: make([]float32, c.MemorySize*d),
+		feats: make([][]float32, steps), prevs: make([][]float32, steps),
+	}
+	for _, g := range p.Groups() {
+		l.Grads = append(l.Grads, Group{g.Name, make([]float32, len(g.Params))})
+	}
+	l.gHead = p.visionHd.View(l.Grads[1].Params)
+	l.gLang = p.lang.View(l.Grads[2].Params)
+	l.gOwn = newActionHead(p.spec.Policy.ActionSpace, d)
+	off := 0
+	for _, s := range l.gOwn.specs("") {
+		n := numElements(s.shape)
+		*s.dst = l.Grads[3].Params[off : off+n : off+n]
+		off += n
+	}
+	for range steps {
+		l.acts = append(l.acts, p.visionHd.NewActs(featN))
+		l.frames = append(l.frames, make([]float32, k*d))
+		l.dFrames = append(l.dFrames, make([]float32, k*d))
+		l.inputs = append(l.inputs, make([]float32, c.InputTokens*d))
+		l.dOutputs = append(l.dOutputs, make([]float32, c.ProcessSize*d))
+	}
+	return l
+}
+
+// SetNoMemory trains the paper's ablation: memory zeroed before every step.
+func (l *Learner) SetNoMemory(on bool) { l.tape.NoMemory = on }
+
+// ZeroGrads clears the accumulated gradients.
+func (l *Learner) ZeroGrads() {
+	for _, g := range l.Grads {
+		clear(g.Params)
+	}
+}
+
+// Window runs steps (at most the learner's window length) of one episode
+// forward from st, which it advances (memory, frame window, previous
+// action: the state to carry into the episode's next window), and
+// backward, accumulating scale·∂loss/∂θ into Grads. tok is the episode's
+// tokenized instruction.
+func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale float32) (WindowStats, error) {
+	p := l.p
+	c, v := p.spec.TTM, p.spec.Vision
+	d, k, h := c.Dim, v.Head.Tokens, v.History
+	T := len(steps)
+	if T == 0 || T > l.maxSteps {
+		return WindowStats{}, fmt.Errorf("policy: learner window of %d steps (1..%d)", T, l.maxSteps)
+	}
+	C := v.Head.FeatureChannels
+	na := p.ActionSpace().Len()
+	for i, s := range steps {
+		if len(s.Features) != C*l.featN || len(s.Prev) != na || len(s.Action) != na {
+			return WindowStats{}, fmt.Errorf("policy: learner step %d: %d features, %d previous and %d demonstrated action values; want %d, %d, %d",
+				i, len(s.Features), len(s.Prev), len(s.Action), C*l.featN, na, na)
+		}
+	}
+	p.lang.Forward(l.emb, l.langPooled, tok)
+
+	// Forward, keeping what backward needs.
+	var stats WindowStats
+	l.tape.Reset()
+	win := h * k * d
+	for t, s := range steps {
+		l.feats[t], l.prevs[t] = s.Features, s.Prev
+		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.emb)
+		in := l.inputs[t]
+		for slot := range h { // slot h-1 is the newest frame
+			age := h - 1 - slot
+			dst := in[slot*k*d : (slot+1)*k*d]
+			switch {
+			case age <= t:
+				copy(dst, l.frames[t-age])
+			case st.Window.Frame(age-t-1) != nil:
+				copy(dst, st.Window.Frame(age-t-1))
+			default:
+				clear(dst)
+			}
+		}
+		p.head.actionTokens(in[win:win+na*d], p.actionInput(s.Prev))
+		clear(in[win+na*d:])
+		l.tape.Forward(st.Memory, in, l.outputs)
+		loss, correct, labels := l.lossStep(l.dOutputs[t], s.Action, scale)
+		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+			return stats, ErrNonFinite
+		}
+		stats.Loss += loss
+		stats.Correct += correct
+		stats.Labels += labels
+	}
+	stats.Steps = T
+	for t := range T {
+		st.Window.Push(l.frames[t])
+	}
+	copy(st.Prev, steps[T-1].Action)
+	st.Steps += T
+
+	// Backward through time.
+	clear(l.dMem)
+	clear(l.dEmb)
+	for t := range T {
+		clear(l.dFrames[t])
+	}
+	for t := T - 1; t >= 0; t-- {
+		l.tape.Backward(l.dOutputs[t], l.dMem, l.dInput, l.Grads[0].Params)
+		for slot := range h {
+			if age := h - 1 - slot; age <= t {
+				nn.Add(l.dFrames[t-age], l.dInput[slot*k*d:(slot+1)*k*d])
+			}
+		}
+		l.actionTokensBackward(l.dInput[win:win+na*d], p.actionInput(l.prevs[t]))
+		p.visionHd.Backward(&l.gHead, l.dEmb, nil, l.dFrames[t], l.acts[t], l.feats[t], l.emb)
+	}
+	p.lang.Backward(&l.gLang, l.dEmb, l.langPooled, l.langDiff, tok)
+	return stats, nil
+}
+
+// lossStep decodes the TTM output in l.outputs, scores it against the
+// demonstrated action a, accumulates the head's gradients (times scale)
+// and writes scale·∂loss/∂O into dOut (r, d).
+func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, correct, labels int) {
+	hd, g := l.p.head, l.gOwn
+	r, d := l.p.spec.TTM.ProcessSize, hd.dim
+	clear(l.pooled)
+	for t := range r {
+		nn.Add(l.pooled, l.outputs[t*d:(t+1)*d])
+	}
+	inv := 1 / float32(r)
+	for j := range l.pooled {
+		l.pooled[j] *= inv
+	}
+	nn.Dense(l.logits, l.pooled, hd.kernel, hd.bias, 1, d, hd.width)
+	for i, dm := range hd.space.Dims {
+		lg := l.logits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
+		dl := l.dLogits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
+		if dm.Bins == 0 {
+			diff := lg[0] - dm.Clamp(a[i])
+			loss += 0.5 * float64(diff) * float64(diff)
+			dl[0] = scale * diff
+			continue
+		}
+		loss += crossEntropy(dl, lg, dm.Bin(a[i]), scale)
+		labels++
+		if argmax(lg) == dm.Bin(a[i]) {
+			correct++
+		}
+	}
+	clear(l.dPooled)
+	nn.DenseBackward(l.dPooled, g.kernel, g.bias, l.dLogits, l.pooled, hd.kernel, 1, d, hd.width)
+	for t := range r {
+		row := dOut[t*d : (t+1)*d]
+		for j, v := range l.dPooled {
+			row[j] = v * inv
+		}
+	}
+	return loss, correct, labels
+}
+
+// crossEntropy returns -log softmax(logits)[label] and writes its gradient,
+// scale·(softmax - onehot), into dLogits.
+func crossEntropy(dLogits, logits []float32, label int, scale float32) float64 {
+	mx := logits[0]
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for i, v := range logits {
+		e := math.Exp(float64(v - mx))
+		dLogits[i] = float32(e)
+		sum += e
+	}
+	for i := range dLogits {
+		dLogits[i] = scale * float32(float64(dLogits[i])/sum)
+	}
+	dLogits[label] -= scale
+	return math.Log(sum) - float64(logits[label]-mx)
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// actionTokensBackward scatters the gradient of the action tokens (A, d)
+// into the embedding rows the previous action a selected.
+func (l *Learner) actionTokensBackward(dTokens, a []float32) {
+	hd, g := l.p.head, l.gOwn
+	d := hd.dim
+	for i, dm := range hd.space.Dims {
+		src := dTokens[i*d : (i+1)*d]
+		if dm.Bins > 0 {
+			b := dm.Bin(a[i])
+			nn.Add(g.embed[i][b*d:(b+1)*d], src)
+			continue
+		}
+		t := float32((float64(dm.Clamp(a[i])) - dm.Low) / (dm.High - dm.Low))
+		lo, hi := g.embed[i][:d], g.embed[i][d:2*d]
+		for j, v := range src {
+			lo[j] += (1 - t) * v
+			hi[j] += t * v
+		}
+	}
+}

@@ -1,0 +1,281 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/ttm"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// learnerPolicy builds a small policy without a backbone, with FiLM
+// switched on (random, not the identity) so every parameter matters.
+func learnerPolicy(t *testing.T, history int, blind ...bool) *Policy {
+	t.Helper()
+	spec, err := Preset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Policy.BlindActions = len(blind) > 0 && blind[0]
+	spec.Vision.History = history
+	spec.Vision.Head.FeatureChannels = 6
+	spec.TTM.InputTokens = history*spec.Vision.Head.Tokens + spec.Policy.ActionSpace.Len() + spec.Policy.Padding
+	model, err := ttm.NewModel(spec.TTM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model.Init(3)
+	vh, err := vision.NewHead(spec.Vision.Head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vh.Init(3)
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, s := range vh.Specs {
+		if s.Name[:5] == "film/" {
+			for i := s.Offset; i < s.Offset+s.Size; i++ {
+				vh.Params[i] = float32(r.NormFloat64() * 0.1)
+			}
+		}
+	}
+	vocab, err := language.NewVocab(DefaultVocabulary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lang, err := language.NewModel(spec.Language, vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lang.Init(3)
+	p := assemble(spec, model, vh, lang, nil)
+	p.initOwn(3)
+	return p
+}
+
+// learnerSteps makes a random demonstration of T steps on n positions.
+func learnerSteps(p *Policy, T, n int, seed uint64) []StepData {
+	r := rand.New(rand.NewPCG(seed, 1))
+	space := p.ActionSpace()
+	c := p.spec.Vision.Head.FeatureChannels
+	actions := make([][]float32, T+1)
+	actions[0] = make([]float32, space.Len())
+	for t := 1; t <= T; t++ {
+		a := make([]float32, space.Len())
+		for i, d := range space.Dims {
+			a[i] = float32(d.Low + (d.High-d.Low)*r.Float64())
+		}
+		actions[t] = a
+	}
+	steps := make([]StepData, T)
+	for t := range steps {
+		f := make([]float32, c*n)
+		for i := range f {
+			f[i] = float32(r.NormFloat64())
+		}
+		steps[t] = StepData{Features: f, Prev: actions[t], Action: actions[t+1]}
+	}
+	return steps
+}
+
+// TestLearnerGradients checks the gradients of a whole window (frames
+// through the head, the TTM over three steps with a carried-in memory and
+// frame window, the action head and the loss, and the instruction
+// embedding) against central finite differences of the loss.
+func TestLearnerGradients(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		history         int
+		noMemory, blind bool
+	}{{"history1", 1, false, false}, {"history2", 2, false, false}, {"no-memory", 2, true, false}, {"blind-actions", 1, false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := learnerPolicy(t, tc.history, tc.blind)
+			const T, n = 3, 5
+			steps := learnerSteps(p, T, n, 7)
+			tok, err := p.Tokenize("pick up the red can")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A state carried in from earlier steps: memory and a frame.
+			start := p.NewState()
+			r := rand.New(rand.NewPCG(5, 5))
+			for i := range start.Memory.Tokens {
+				start.Memory.Tokens[i] = float32(r.NormFloat64() * 0.5)
+			}
+			frame := make([]float32, p.spec.Vision.Head.Tokens*p.spec.TTM.Dim)
+			for i := range frame {
+				frame[i] = float32(r.NormFloat64())
+			}
+			start.Window.Push(frame)
+
+			l := NewLearner(p, T, n)
+			l.SetNoMemory(tc.noMemory)
+			lossAt := func() float64 {
+				st := start.Clone()
+				l.ZeroGrads()
+				s, err := l.Window(st, tok, steps, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s.Loss
+			}
+			lossAt()
+			grads := make([][]float32, len(l.Grads))
+			for i, g := range l.Grads {
+				grads[i] = append([]float32(nil), g.Params...)
+			}
+			for gi, g := range p.Groups() {
+				for _, spec := range p.ParamSpecs(g.Name) {
+					if spec.Name == "embedding" { // only the instruction's rows matter; checked below
+						continue
+					}
+					for range 3 {
+						j := spec.Offset + r.IntN(spec.Size)
+						checkFD(t, g.Name+"/"+spec.Name, g.Params, j, grads[gi][j], lossAt, p)
+					}
+				}
+				if g.Name == "language" {
+					row := int(tok.Pieces[0].Row) * p.spec.Language.TokenDim
+					checkFD(t, "language/embedding[used row]", g.Params, row+1, grads[gi][row+1], lossAt, p)
+				}
+			}
+		})
+	}
+}
+
+func checkFD(t *testing.T, name string, params []float32, j int, analytic float32, loss func() float64, p *Policy) {
+	t.Helper()
+	const eps = 1e-2
+	old := params[j]
+	params[j] = old + eps
+	p.ParamsChanged()
+	up := loss()
+	params[j] = old - eps
+	p.ParamsChanged()
+	down := loss()
+	params[j] = old
+	p.ParamsChanged()
+	numeric := (up - down) / (2 * eps)
+	if diff := math.Abs(numeric - float64(analytic)); diff > 2e-2*math.Max(math.Abs(numeric), math.Abs(float64(analytic)))+1e-3 {
+		t.Errorf("%s[%d]: analytic %.6g, numeric %.6g", name, j, analytic, numeric)
+	}
+}
+
+// TestLearnerMatchesStepTokens: the learner's forward pass is the policy's
+// inference: the same memory after the window, and zero loss gradient
+// bookkeeping aside, the argmax actions score as the policy acts.
+func TestLearnerMatchesStepTokens(t *testing.T) {
+	for _, blind := range []bool{false, true} {
+		testLearnerMatchesStepTokens(t, blind)
+	}
+}
+
+func testLearnerMatchesStepTokens(t *testing.T, blind bool) {
+	p := learnerPolicy(t, 2, blind)
+	const T, n = 4, 5
+	steps := learnerSteps(p, T, n, 11)
+	tok, _ := p.Tokenize("open the top drawer")
+	emb := make([]float32, p.spec.Language.Width)
+	p.lang.Forward(emb, make([]float32, p.spec.Language.TokenDim), tok)
+
+	l := NewLearner(p, T, n)
+	st := p.NewState()
+	if _, err := l.Window(st, tok, steps, 1); err != nil {
+		t.Fatal(err)
+	}
+	// Inference: the same frames through the head, then StepTokens with
+	// the demonstrated previous actions.
+	ref := p.NewState()
+	acts := p.visionHd.NewActs(n)
+	frame := make([]float32, p.spec.Vision.Head.Tokens*p.spec.TTM.Dim)
+	action := make([]float32, p.ActionSpace().Len())
+	for _, s := range steps {
+		copy(ref.Prev, s.Prev)
+		p.visionHd.Forward(frame, acts, s.Features, emb)
+		if err := p.StepTokens(frame, ref, action); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, v := range ref.Memory.Tokens {
+		if d := math.Abs(float64(v - st.Memory.Tokens[i])); d > 1e-4*(1+math.Abs(float64(v))) {
+			t.Fatalf("memory[%d]: learner %v, inference %v", i, st.Memory.Tokens[i], v)
+		}
+	}
+	if st.Steps != T || st.Window.Len() != 2 {
+		t.Errorf("state after the window: %d steps, %d frames; want %d, 2", st.Steps, st.Window.Len(), T)
+	}
+	for i, v := range steps[T-1].Action {
+		if st.Prev[i] != v {
+			t.Fatalf("previous action not carried: %v, want %v", st.Prev, steps[T-1].Action)
+		}
+	}
+}
+
+func TestLearnerDoesNotAllocate(t *testing.T) {
+	p := learnerPolicy(t, 1)
+	const T, n = 4, 5
+	steps := learnerSteps(p, T, n, 13)
+	tok, _ := p.Tokenize("knock over the can")
+	l := NewLearner(p, T, n)
+	st := p.NewState()
+	allocs := testing.AllocsPerRun(5, func() {
+		st.Reset()
+		if _, err := l.Window(st, tok, steps, 1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Learner.Window allocates %v times per window", allocs)
+	}
+}
+
+func TestLearnerRejectsBadWindows(t *testing.T) {
+	p := learnerPolicy(t, 1)
+	l := NewLearner(p, 2, 5)
+	tok, _ := p.Tokenize("pick the apple")
+	good := learnerSteps(p, 3, 5, 1)
+	for _, tc := range []struct {
+		name  string
+		steps []StepData
+	}{
+		{"empty", nil},
+		{"too long", good},
+		{"short features", []StepData{{Features: good[0].Features[:7], Prev: good[0].Prev, Action: good[0].Action}}},
+		{"short action", []StepData{{Features: good[0].Features, Prev: good[0].Prev, Action: good[0].Action[:3]}}},
+	} {
+		if _, err := l.Window(p.NewState(), tok, tc.steps, 1); err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+}
+
+// TestBlindActionsIgnorePrevious: a policy with BlindActions acts the same
+// whatever the previous action was; one without does not.
+func TestBlindActionsIgnorePrevious(t *testing.T) {
+	for _, blind := range []bool{true, false} {
+		p := learnerPolicy(t, 1, blind)
+		frame := make([]float32, p.spec.Vision.Head.Tokens*p.spec.TTM.Dim)
+		for i := range frame {
+			frame[i] = float32(i%7) * 0.1
+		}
+		var logits [2][]float32
+		for i, prev := range []float32{0.9, -0.9} {
+			st := p.NewState()
+			for j := range st.Prev {
+				st.Prev[j] = prev
+			}
+			if err := p.StepTokens(frame, st, make([]float32, p.ActionSpace().Len())); err != nil {
+				t.Fatal(err)
+			}
+			logits[i] = append([]float32(nil), p.Logits()...)
+		}
+		same := true
+		for i := range logits[0] {
+			same = same && logits[0][i] == logits[1][i]
+		}
+		if same != blind {
+			t.Errorf("blind %v: logits equal for different previous actions: %v", blind, same)
+		}
+	}
+}

@@ -1,0 +1,158 @@
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ttmrobot/ttm/internal/safetensors"
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// Episode is one demonstration as training consumes it: the backbone's
+// feature map of every frame and the demonstrated actions.
+type Episode struct {
+	Name        string // the episode's file name without extension
+	Task        string
+	Instruction string
+	Steps       int
+	FeatureLen  int       // C·N
+	Features    []float32 // (Steps, C·N)
+	Actions     []float32 // (Steps, A)
+}
+
+// Step returns step t's feature map and action, views.
+func (e *Episode) Step(t, actionLen int) (features, action []float32) {
+	f := e.Features[t*e.FeatureLen : (t+1)*e.FeatureLen : (t+1)*e.FeatureLen]
+	a := e.Actions[t*actionLen : (t+1)*actionLen : (t+1)*actionLen]
+	return f, a
+}
+
+// Frames is a demonstration before encoding: RGB frames and actions.
+type Frames struct {
+	Name, Task, Instruction string
+	Height, Width           int
+	Images                  [][]byte    // per step (Height, Width, 3) rgb8
+	Actions                 [][]float32 // per step (A)
+}
+
+// Cache keeps episodes' feature maps on disk, in a folder named for the
+// backbone (its SHA-256 and output layer) and the input size, so epochs
+// and later runs never rerun the backbone, and features of another
+// backbone are never mixed in.
+type Cache struct {
+	Dir string
+}
+
+// NewCache returns the cache of p's backbone under root.
+func NewCache(root string, spec policy.Spec) (*Cache, error) {
+	v := spec.Vision
+	sha := v.Backbone.SHA256
+	if len(sha) < 16 {
+		return nil, errors.New("train: the policy names no backbone SHA-256; cannot key its feature cache")
+	}
+	layer := strings.NewReplacer("/", "_", ".", "_").Replace(v.Backbone.Layer)
+	if layer == "" {
+		layer = "output"
+	}
+	dir := filepath.Join(root, fmt.Sprintf("%s-%s-%dx%d", sha[:16], layer, v.Preprocess.Height, v.Preprocess.Width))
+	return &Cache{Dir: dir}, nil
+}
+
+func (c *Cache) path(name string) string { return filepath.Join(c.Dir, name+".safetensors") }
+
+// Load returns the cached episode name, or (nil, nil) if it is not cached.
+// A damaged or mismatched cache file is an error naming it.
+func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
+	path := c.path(name)
+	f, err := safetensors.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("feature cache %s: %w (delete it to recompute)", path, err)
+	}
+	ep := &Episode{Name: name, Task: f.Metadata["task"], Instruction: f.Metadata["instruction"], FeatureLen: featureLen}
+	if ep.Steps, err = strconv.Atoi(f.Metadata["steps"]); err != nil || ep.Steps < 1 {
+		return nil, fmt.Errorf("feature cache %s: bad steps %q", path, f.Metadata["steps"])
+	}
+	for _, t := range []struct {
+		name  string
+		width int
+		dst   *[]float32
+	}{{"features", featureLen, &ep.Features}, {"actions", actionLen, &ep.Actions}} {
+		tn, ok := f.Tensors[t.name]
+		if !ok {
+			return nil, fmt.Errorf("feature cache %s: no %q tensor", path, t.name)
+		}
+		if len(tn.Shape) != 2 || tn.Shape[0] != ep.Steps || tn.Shape[1] != t.width {
+			return nil, fmt.Errorf("feature cache %s: %s has shape %v, want [%d %d]", path, t.name, tn.Shape, ep.Steps, t.width)
+		}
+		if *t.dst, err = tn.Floats(); err != nil {
+			return nil, fmt.Errorf("feature cache %s: %s: %w", path, t.name, err)
+		}
+		if !allFinite(*t.dst) {
+			return nil, fmt.Errorf("feature cache %s: %s holds NaN or Inf", path, t.name)
+		}
+	}
+	return ep, nil
+}
+
+// Store writes ep into the cache (atomically).
+func (c *Cache) Store(ep *Episode, actionLen int) error {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return err
+	}
+	f := safetensors.New()
+	f.Metadata["task"], f.Metadata["instruction"], f.Metadata["steps"] = ep.Task, ep.Instruction, strconv.Itoa(ep.Steps)
+	f.Tensors["features"] = safetensors.FromFloat32(ep.Features, ep.Steps, ep.FeatureLen)
+	f.Tensors["actions"] = safetensors.FromFloat32(ep.Actions, ep.Steps, actionLen)
+	return safetensors.WriteFile(c.path(ep.Name), f)
+}
+
+// Encode runs a demonstration's frames through p's backbone.
+func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
+	c, n, err := p.FeatureShape()
+	if err != nil {
+		return nil, err
+	}
+	na := p.ActionSpace().Len()
+	if len(fr.Images) == 0 || len(fr.Images) != len(fr.Actions) {
+		return nil, fmt.Errorf("episode %s: %d frames and %d actions", fr.Name, len(fr.Images), len(fr.Actions))
+	}
+	ep := &Episode{Name: fr.Name, Task: fr.Task, Instruction: fr.Instruction, Steps: len(fr.Images), FeatureLen: c * n,
+		Features: make([]float32, len(fr.Images)*c*n), Actions: make([]float32, 0, len(fr.Images)*na)}
+	img := vision.Image{Height: uint32(fr.Height), Width: uint32(fr.Width), Encoding: "rgb8", Step: uint32(3 * fr.Width)}
+	for t, im := range fr.Images {
+		img.Data = im
+		frame, err := vision.DecodeImage(&img)
+		if err != nil {
+			return nil, fmt.Errorf("episode %s step %d: %w", fr.Name, t, err)
+		}
+		if err := p.Features(ep.Features[t*c*n:(t+1)*c*n], frame); err != nil {
+			return nil, fmt.Errorf("episode %s step %d: %w", fr.Name, t, err)
+		}
+		if len(fr.Actions[t]) != na {
+			return nil, fmt.Errorf("episode %s step %d: action of %d values, the policy's space has %d", fr.Name, t, len(fr.Actions[t]), na)
+		}
+		if !allFinite(fr.Actions[t]) {
+			return nil, fmt.Errorf("episode %s step %d: action holds NaN or Inf", fr.Name, t)
+		}
+		ep.Actions = append(ep.Actions, fr.Actions[t]...)
+	}
+	return ep, nil
+}
+
+func allFinite(x []float32) bool {
+	for _, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,288 @@
+package train
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/ttmrobot/ttm/policy"
+)
+
+// testPolicy writes a fresh small checkpoint once per test binary and
+// loads it without a backbone (training needs only cached features).
+func testPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	path := filepath.Join(sharedDir, "small.safetensors")
+	if _, err := os.Stat(path); err != nil {
+		spec, err := policy.Preset("small")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := policy.Create(spec, 1, "", path, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := policy.Load(path, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+var sharedDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "train-test")
+	if err != nil {
+		panic(err)
+	}
+	sharedDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syntheticEpisodes makes demonstrations whose actions are a function of
+// the features, so there is something to learn: the sign of the mean of
+// feature channel 0 chooses the base's forward velocity.
+func syntheticEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
+	spec := p.Spec()
+	c := spec.Vision.Head.FeatureChannels
+	const n = 6
+	r := rand.New(rand.NewPCG(seed, 2))
+	var eps []*Episode
+	for e := range count {
+		ep := &Episode{Name: "synthetic-" + string(rune('a'+e)), Task: "pick", Instruction: "pick up the can", Steps: steps, FeatureLen: c * n}
+		for range steps {
+			sign := float32(1)
+			if r.IntN(2) == 0 {
+				sign = -1
+			}
+			for ch := range c {
+				for range n {
+					v := float32(r.NormFloat64() * 0.3)
+					if ch == 0 {
+						v += sign
+					}
+					ep.Features = append(ep.Features, v)
+				}
+			}
+			a := make([]float32, p.ActionSpace().Len())
+			a[policy.DimMode] = 1 // arm mode's bin
+			a[policy.DimBaseX] = 0.8 * sign
+			ep.Actions = append(ep.Actions, a...)
+		}
+		eps = append(eps, ep)
+	}
+	return eps
+}
+
+func smallConfig() Config {
+	c := DefaultConfig()
+	c.Steps, c.Batch, c.Window, c.Warmup, c.LR = 6, 4, 3, 2, 3e-3
+	return c
+}
+
+func flatParams(p *policy.Policy) []float32 {
+	var out []float32
+	for _, g := range p.Groups() {
+		out = append(out, g.Params...)
+	}
+	return out
+}
+
+// TestTrainingIsDeterministic: the same data, checkpoint and settings give
+// the same losses and weights, bit for bit.
+func TestTrainingIsDeterministic(t *testing.T) {
+	var losses [2][]float64
+	var params [2][]float32
+	for run := range 2 {
+		p := testPolicy(t)
+		tr, err := New(smallConfig(), p, syntheticEpisodes(p, 3, 7, 1), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 6 {
+			loss, _, _, err := tr.Step()
+			if err != nil {
+				t.Fatal(err)
+			}
+			losses[run] = append(losses[run], loss)
+		}
+		params[run] = flatParams(p)
+	}
+	if !slices.Equal(losses[0], losses[1]) {
+		t.Errorf("loss curves differ:\n%v\n%v", losses[0], losses[1])
+	}
+	if !slices.Equal(params[0], params[1]) {
+		t.Error("weights differ after identical runs")
+	}
+}
+
+// TestResumeContinuesExactly: stopping after 3 updates, saving checkpoint
+// and state, and resuming in a new trainer gives the weights of 6
+// uninterrupted updates, bit for bit.
+func TestResumeContinuesExactly(t *testing.T) {
+	cfg := smallConfig()
+	p := testPolicy(t)
+	eps := syntheticEpisodes(p, 3, 7, 2)
+	tr, err := New(cfg, p, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 6 {
+		if _, _, _, err := tr.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := flatParams(p)
+
+	dir := t.TempDir()
+	ckpt, state := filepath.Join(dir, "p.safetensors"), filepath.Join(dir, "p.state")
+	p1 := testPolicy(t)
+	tr1, err := New(cfg, p1, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if _, _, _, err := tr1.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p1.SaveAs(ckpt, filepath.Join(sharedDir, "small.backbone.onnx")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr1.SaveState(state); err != nil {
+		t.Fatal(err)
+	}
+
+	p2, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr2, err := New(cfg, p2, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr2.LoadState(state); err != nil {
+		t.Fatal(err)
+	}
+	if tr2.Updates() != 3 {
+		t.Fatalf("resumed at update %d, want 3", tr2.Updates())
+	}
+	for tr2.Updates() < 6 {
+		if _, _, _, err := tr2.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := flatParams(p2); !slices.Equal(got, want) {
+		t.Error("resumed run's weights differ from the uninterrupted run's")
+	}
+
+	// A state for other episodes or settings is refused.
+	other := cfg
+	other.Batch = 5
+	tr3, _ := New(other, p2, eps, nil)
+	if err := tr3.LoadState(state); err == nil {
+		t.Error("state of another batch size accepted")
+	}
+	tr4, _ := New(cfg, p2, eps[:2], nil)
+	if err := tr4.LoadState(state); err == nil {
+		t.Error("state of other episodes accepted")
+	}
+}
+
+// TestTrainingLearns: on demonstrations where the base velocity follows
+// a feature, the loss falls and the policy's chosen bin becomes right.
+func TestTrainingLearns(t *testing.T) {
+	p := testPolicy(t)
+	cfg := smallConfig()
+	cfg.Steps, cfg.Batch, cfg.Warmup = 60, 8, 5
+	eps := syntheticEpisodes(p, 6, 8, 3)
+	tr, err := New(cfg, p, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _, err := tr.Step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last, acc float64
+	for tr.Updates() < cfg.Steps {
+		if last, acc, _, err = tr.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !(last < first/3) || acc < 0.8 {
+		t.Errorf("loss %.3f -> %.3f, bin accuracy %.2f: not learning", first, last, acc)
+	}
+}
+
+func TestAdamWHandComputed(t *testing.T) {
+	params := []policy.Group{{Name: "w", Params: []float32{1, -2}}}
+	grads := []policy.Group{{Name: "w", Params: []float32{0.5, -0.25}}}
+	o := NewAdamW(params, [][]bool{{true, false}}, 0.1)
+	o.Update(params, grads, 0.01)
+	// Step 1: m̂ = g, v̂ = g², so the Adam step is sign(g) (up to ε);
+	// weight decay applies to the first parameter only.
+	want := []float64{1 - 0.01*(1+0.1*1), -2 - 0.01*(-1)}
+	for i, w := range want {
+		if math.Abs(float64(params[0].Params[i])-w) > 1e-6 {
+			t.Errorf("param %d = %v, want %v", i, params[0].Params[i], w)
+		}
+	}
+}
+
+func TestScheduleAndClipping(t *testing.T) {
+	s := Schedule{Peak: 1, Warmup: 4, Total: 14, Floor: 0.1}
+	for _, tc := range []struct {
+		step int
+		want float64
+	}{{0, 0.25}, {3, 1}, {4, 1}, {9, 0.1 + 0.9*0.5}, {14, 0.1}, {20, 0.1}} {
+		if got := s.At(tc.step); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("At(%d) = %v, want %v", tc.step, got, tc.want)
+		}
+	}
+	g := []policy.Group{{Params: []float32{3, 0}}, {Params: []float32{4}}}
+	if n := ClipGlobalNorm(g, 1); n != 5 {
+		t.Errorf("norm %v, want 5", n)
+	}
+	if g[0].Params[0] != 0.6 || g[1].Params[0] != 0.8 {
+		t.Errorf("clipped to %v %v, want 0.6 0.8", g[0].Params, g[1].Params)
+	}
+}
+
+func TestCacheRoundTripAndDamage(t *testing.T) {
+	p := testPolicy(t)
+	c, err := NewCache(t.TempDir(), p.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := syntheticEpisodes(p, 1, 3, 4)[0]
+	na := p.ActionSpace().Len()
+	if got, err := c.Load(ep.Name, ep.FeatureLen, na); got != nil || err != nil {
+		t.Fatalf("missing entry: %v, %v; want nil, nil", got, err)
+	}
+	if err := c.Store(ep, na); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.Load(ep.Name, ep.FeatureLen, na)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Instruction != ep.Instruction || got.Steps != ep.Steps || !slices.Equal(got.Features, ep.Features) || !slices.Equal(got.Actions, ep.Actions) {
+		t.Error("cache round trip changed the episode")
+	}
+	if _, err := c.Load(ep.Name, ep.FeatureLen+1, na); err == nil {
+		t.Error("cache of another feature size accepted")
+	}
+	path := filepath.Join(c.Dir, ep.Name+".safetensors")
+	b, _ := os.ReadFile(path)
+	os.WriteFile(path, b[:len(b)/2], 0o644)
+	if _, err := c.Load(ep.Name, ep.FeatureLen, na); err == nil {
+		t.Error("truncated cache file accepted")
+	}
+}

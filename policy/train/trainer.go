@@ -1,0 +1,315 @@
+// Package train fits a policy to demonstrations by behavioural cloning:
+// truncated backpropagation through time over windows of consecutive
+// steps, AdamW with warm-up and cosine decay, global-norm clipping,
+// data-parallel over the batch on every core. The backbone is frozen and
+// its features come from a cache (see Cache).
+//
+// The batch is B streams. Each stream walks through one episode at a time
+// in windows of Window steps, carrying the policy state (TTM memory, frame
+// window, previous action) from one window into the next, as truncated
+// BPTT does for language models; at an episode's end it starts the next
+// episode its seeded sampler picks, from a fresh state. A run is a pure
+// function of the data, the initial checkpoint, Config and the worker
+// count: the same inputs give the same loss curve, bit for bit, and a
+// resumed run continues exactly where the interrupted one stopped.
+package train
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/policy"
+)
+
+// Config is a training run's settings.
+type Config struct {
+	Steps       int     `json:"steps"`        // optimiser updates
+	Batch       int     `json:"batch"`        // windows (streams) per update
+	Window      int     `json:"window"`       // steps per window (the paper: 8)
+	LR          float64 `json:"lr"`           // peak learning rate
+	Warmup      int     `json:"warmup"`       // warm-up updates
+	LRFloor     float64 `json:"lr_floor"`     // final learning rate as a fraction of LR
+	WeightDecay float64 `json:"weight_decay"` // AdamW λ, on matrices only
+	ClipNorm    float64 `json:"clip_norm"`    // global gradient norm bound; 0: none
+	Seed        uint64  `json:"seed"`
+	Workers     int     `json:"workers"`   // goroutines; results depend on it
+	NoMemory    bool    `json:"no_memory"` // the paper's ablation: memory zeroed every step
+}
+
+// DefaultConfig is the small preset's recipe.
+func DefaultConfig() Config {
+	return Config{Steps: 3000, Batch: 32, Window: 8, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
+		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2}
+}
+
+// Validate reports the first unusable field.
+func (c Config) Validate() error {
+	switch {
+	case c.Steps < 1:
+		return fmt.Errorf("train: steps %d: want at least 1", c.Steps)
+	case c.Batch < 1:
+		return fmt.Errorf("train: batch %d: want at least 1", c.Batch)
+	case c.Window < 1 || c.Window > 64:
+		return fmt.Errorf("train: window %d: want 1..64", c.Window)
+	case !(c.LR > 0 && c.LR < 1):
+		return fmt.Errorf("train: lr %v: want (0, 1)", c.LR)
+	case c.Warmup < 0 || c.LRFloor < 0 || c.LRFloor > 1 || c.WeightDecay < 0 || c.ClipNorm < 0:
+		return errors.New("train: warmup, lr_floor (<= 1), weight_decay and clip_norm must not be negative")
+	case c.Workers < 1 || c.Workers > 64:
+		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
+	}
+	return nil
+}
+
+// Record is one logged point of the learning curve.
+type Record struct {
+	Step      int     `json:"step"` // updates done
+	Loss      float64 `json:"loss"` // mean per step over the logged updates (Σ over action dimensions)
+	BinAcc    float64 `json:"bin_accuracy"`
+	LR        float64 `json:"lr"`
+	GradNorm  float64 `json:"grad_norm"` // before clipping, last update
+	Samples   int64   `json:"samples"`   // steps trained on so far
+	Seconds   float64 `json:"seconds"`   // wall time of this run segment so far
+	SamplesPS float64 `json:"samples_per_second"`
+}
+
+// stream is one batch row: an episode in progress and the state carried
+// into its next window.
+type stream struct {
+	st     *policy.State
+	ep, t  int // episode index and next step
+	visits uint64
+}
+
+// Trainer runs a training job over episodes.
+type Trainer struct {
+	cfg      Config
+	p        *policy.Policy
+	eps      []*Episode
+	toks     []language.Tokens
+	learners []*policy.Learner
+	opt      *AdamW
+	sched    Schedule
+	streams  []*stream
+	data     [][]policy.StepData // per stream, the window's steps
+	zeros    []float32
+	samples  int64
+	history  []Record
+	log      hclog.Logger
+}
+
+// New prepares training of p on eps. p must have been loaded without
+// NoBackbone only if the caller encodes frames; the trainer itself needs
+// the features only.
+func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Trainer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(eps) == 0 {
+		return nil, errors.New("train: no episodes")
+	}
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	spec := p.Spec()
+	featLen := eps[0].FeatureLen
+	c := spec.Vision.Head.FeatureChannels
+	if featLen%c != 0 {
+		return nil, fmt.Errorf("train: episodes hold %d feature values per step, not a multiple of the policy's %d channels", featLen, c)
+	}
+	tr := &Trainer{cfg: cfg, p: p, eps: eps, log: log, zeros: make([]float32, p.ActionSpace().Len()),
+		sched: Schedule{Peak: cfg.LR, Warmup: cfg.Warmup, Total: cfg.Steps, Floor: cfg.LRFloor}}
+	for _, e := range eps {
+		if e.FeatureLen != featLen {
+			return nil, fmt.Errorf("train: episode %s has %d feature values per step, %s has %d", e.Name, e.FeatureLen, eps[0].Name, featLen)
+		}
+		tok, err := p.Tokenize(e.Instruction)
+		if err != nil {
+			return nil, fmt.Errorf("train: episode %s: instruction: %w", e.Name, err)
+		}
+		tr.toks = append(tr.toks, tok)
+	}
+	for range cfg.Workers {
+		l := policy.NewLearner(p, cfg.Window, featLen/c)
+		l.SetNoMemory(cfg.NoMemory)
+		tr.learners = append(tr.learners, l)
+	}
+	groups := p.Groups()
+	tr.opt = NewAdamW(groups, decayMasks(p), cfg.WeightDecay)
+	for i := range cfg.Batch {
+		s := &stream{st: p.NewState()}
+		tr.streams = append(tr.streams, s)
+		tr.startEpisode(i)
+		tr.data = append(tr.data, make([]policy.StepData, cfg.Window))
+	}
+	return tr, nil
+}
+
+// decayMasks applies weight decay to the kernels of dense layers only, not
+// to biases, LayerNorm parameters, embeddings or query tokens.
+func decayMasks(p *policy.Policy) [][]bool {
+	var masks [][]bool
+	for _, g := range p.Groups() {
+		m := make([]bool, len(g.Params))
+		for _, s := range p.ParamSpecs(g.Name) {
+			if len(s.Shape) >= 2 && strings.HasSuffix(s.Name, "kernel") {
+				for j := s.Offset; j < s.Offset+s.Size; j++ {
+					m[j] = true
+				}
+			}
+		}
+		masks = append(masks, m)
+	}
+	return masks
+}
+
+// startEpisode gives stream i its next episode from its seeded sampler.
+func (tr *Trainer) startEpisode(i int) {
+	s := tr.streams[i]
+	r := rand.New(rand.NewPCG(tr.cfg.Seed^0x7472_6169_6e00_0000^uint64(i)<<32, s.visits))
+	s.ep, s.t = r.IntN(len(tr.eps)), 0
+	s.visits++
+	s.st.Reset()
+}
+
+// Step runs one update and returns its mean loss per step and bin
+// accuracy.
+func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
+	cfg := tr.cfg
+	na := tr.p.ActionSpace().Len()
+	total := 0
+	lens := make([]int, len(tr.streams))
+	for i, s := range tr.streams {
+		ep := tr.eps[s.ep]
+		n := min(cfg.Window, ep.Steps-s.t)
+		lens[i] = n
+		total += n
+		for k := range n {
+			t := s.t + k
+			f, a := ep.Step(t, na)
+			prev := tr.zeros
+			if t > 0 {
+				_, prev = ep.Step(t-1, na)
+			}
+			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a}
+		}
+	}
+	scale := float32(1 / float64(total))
+	stats := make([]policy.WindowStats, len(tr.streams))
+	errs := make([]error, len(tr.learners))
+	var wg sync.WaitGroup
+	for w, l := range tr.learners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.ZeroGrads()
+			for i := w; i < len(tr.streams); i += len(tr.learners) {
+				s := tr.streams[i]
+				st, err := l.Window(s.st, tr.toks[s.ep], tr.data[i][:lens[i]], scale)
+				if err != nil {
+					errs[w] = fmt.Errorf("train: update %d, episode %s step %d: %w", tr.opt.Step+1, tr.eps[s.ep].Name, s.t, err)
+					return
+				}
+				stats[i] = st
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, 0, 0, err
+	}
+	grads := tr.learners[0].Grads
+	for _, l := range tr.learners[1:] {
+		for gi, g := range l.Grads {
+			dst := grads[gi].Params
+			for j, v := range g.Params {
+				dst[j] += v
+			}
+		}
+	}
+	gradNorm = ClipGlobalNorm(grads, cfg.ClipNorm)
+	if math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
+		return 0, 0, gradNorm, fmt.Errorf("train: update %d: gradient norm %v", tr.opt.Step+1, gradNorm)
+	}
+	tr.opt.Update(tr.p.Groups(), grads, tr.sched.At(tr.opt.Step))
+	tr.p.ParamsChanged()
+
+	var sumLoss float64
+	correct, labels := 0, 0
+	for i, s := range tr.streams {
+		sumLoss += stats[i].Loss
+		correct += stats[i].Correct
+		labels += stats[i].Labels
+		s.t += lens[i]
+		if s.t >= tr.eps[s.ep].Steps {
+			tr.startEpisode(i)
+		}
+	}
+	tr.samples += int64(total)
+	return sumLoss / float64(total), float64(correct) / float64(max(labels, 1)), gradNorm, nil
+}
+
+// Updates is the number of updates done.
+func (tr *Trainer) Updates() int { return tr.opt.Step }
+
+// History is the learning curve logged so far.
+func (tr *Trainer) History() []Record { return tr.history }
+
+// Run trains until cfg.Steps updates are done, logging every logEvery
+// updates and calling checkpoint (if not nil) every checkpointEvery
+// updates and at the end. stop, if not nil, is polled between updates: a
+// stop request ends the run after a checkpoint.
+func (tr *Trainer) Run(logEvery, checkpointEvery int, checkpoint func(*Trainer) error, stop <-chan struct{}) error {
+	start := time.Now()
+	startSamples, startStep := tr.samples, tr.opt.Step
+	var lossSum, accSum float64
+	var n int
+	for tr.opt.Step < tr.cfg.Steps {
+		loss, acc, gn, err := tr.Step()
+		if err != nil {
+			return err
+		}
+		lossSum, accSum, n = lossSum+loss, accSum+acc, n+1
+		done := tr.opt.Step
+		if done%logEvery == 0 || done == tr.cfg.Steps {
+			sec := time.Since(start).Seconds()
+			rec := Record{Step: done, Loss: lossSum / float64(n), BinAcc: accSum / float64(n), LR: tr.sched.At(done - 1),
+				GradNorm: gn, Samples: tr.samples, Seconds: sec, SamplesPS: float64(tr.samples-startSamples) / sec}
+			tr.history = append(tr.history, rec)
+			lossSum, accSum, n = 0, 0, 0
+			eta := time.Duration(float64(tr.cfg.Steps-done) * sec / float64(done-startStep) * float64(time.Second))
+			tr.log.Info("train", "step", fmt.Sprintf("%d/%d", done, tr.cfg.Steps), "loss", fmt.Sprintf("%.4f", rec.Loss),
+				"bin_acc", fmt.Sprintf("%.3f", rec.BinAcc), "lr", fmt.Sprintf("%.2e", rec.LR), "grad_norm", fmt.Sprintf("%.3f", gn),
+				"samples/s", fmt.Sprintf("%.0f", rec.SamplesPS), "updates/s", fmt.Sprintf("%.2f", float64(done-startStep)/sec),
+				"eta", eta.Round(time.Second))
+		}
+		stopping := false
+		if stop != nil {
+			select {
+			case <-stop:
+				stopping = true
+			default:
+			}
+		}
+		if checkpoint != nil && (done%checkpointEvery == 0 || done == tr.cfg.Steps || stopping) {
+			if err := checkpoint(tr); err != nil {
+				return err
+			}
+		}
+		if stopping {
+			return ErrStopped
+		}
+	}
+	return nil
+}
+
+// ErrStopped reports a run stopped on request, after its checkpoint.
+var ErrStopped = errors.New("train: stopped; resume with the same command")
