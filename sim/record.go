@@ -1,0 +1,296 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/rosbag"
+	"github.com/ttmrobot/ttm/policy"
+)
+
+// Topics names the topics of an episode bag. Relative names resolve in a
+// namespace (RecordOptions.Namespace, ReadOptions.Namespace); absolute
+// names are used as they are. The defaults are the node's topic names
+// (node/topics.go: TopicImage, TopicCompressed, TopicInstruction,
+// TopicAction, TopicEpisodeDone), repeated here because sim does not import
+// node, and the episode's metadata.
+type Topics struct {
+	Image       string // sensor_msgs/Image, rgb8 frames
+	Compressed  string // sensor_msgs/CompressedImage (read only)
+	Instruction string // std_msgs/String
+	Action      string // std_msgs/Float32MultiArray, the node's labelled layout
+	EpisodeDone string // std_msgs/Bool
+	Info        string // std_msgs/String, EpisodeInfo as JSON
+}
+
+// DefaultTopics returns the default topic names.
+func DefaultTopics() Topics {
+	return Topics{
+		Image:       "headcam/image_raw",
+		Compressed:  "headcam/image_raw/compressed",
+		Instruction: "instruction",
+		Action:      "action",
+		EpisodeDone: "episode_done",
+		Info:        "episode/info",
+	}
+}
+
+// resolve fills empty names with the defaults and puts relative names in
+// namespace ns ("" is the root).
+func (t Topics) resolve(ns string) Topics {
+	d := DefaultTopics()
+	fix := func(name, def string) string {
+		if name == "" {
+			name = def
+		}
+		if strings.HasPrefix(name, "/") {
+			return path.Clean(name)
+		}
+		return path.Join("/", ns, name)
+	}
+	return Topics{Image: fix(t.Image, d.Image), Compressed: fix(t.Compressed, d.Compressed), Instruction: fix(t.Instruction, d.Instruction),
+		Action: fix(t.Action, d.Action), EpisodeDone: fix(t.EpisodeDone, d.EpisodeDone), Info: fix(t.Info, d.Info)}
+}
+
+// InfoVersion is the version of the EpisodeInfo JSON in the bags.
+const InfoVersion = 1
+
+// EpisodeInfo is an episode's metadata, stored as JSON on the info topic.
+type EpisodeInfo struct {
+	Version     int    `json:"version"`
+	Task        string `json:"task"`
+	Family      string `json:"family"` // TaskFamily: the task's name for the five families, "memory" for memory tasks
+	Memory      bool   `json:"memory"`
+	Instruction string `json:"instruction"`
+	Agent       string `json:"agent"` // "expert", "policy:FILE" ...
+	Seed        uint64 `json:"seed"`
+	Steps       int    `json:"steps"`
+	Success     bool   `json:"success"`
+	Terminated  bool   `json:"terminated"`
+	Height      int    `json:"height"`
+	Width       int    `json:"width"`
+	// Period is the time between frames, seconds.
+	Period float64 `json:"period"`
+	// Start is the wall-clock time of frame 0 (t0).
+	Start time.Time `json:"start"`
+	// Expert holds the scripted expert's noise options, for expert
+	// episodes.
+	Expert *ExpertOptions `json:"expert,omitempty"`
+}
+
+// TaskFamily is the family a task is scored under: its own name for the
+// five RT-1 families, "memory" for the memory tasks.
+func TaskFamily(t *Task) string {
+	if t.Memory {
+		return "memory"
+	}
+	return t.Name
+}
+
+// RecordOptions configures RecordEpisode.
+type RecordOptions struct {
+	// Topics and Namespace name the topics (defaults: DefaultTopics in the
+	// root namespace).
+	Topics    Topics
+	Namespace string
+	// Start is t0, the stamp of frame 0. It defaults to the wall clock when
+	// the episode starts.
+	Start time.Time
+	// Period is the time between frames: frame k is stamped t0 + k·Period.
+	// It defaults to StepSeconds (RT-1's 3 Hz).
+	Period time.Duration
+	// ActionDelay is how long after its frame an action is stamped. It
+	// defaults to 1 ms; it must be less than Period.
+	ActionDelay time.Duration
+	// Agent names the agent in the metadata ("expert" by default), and
+	// Expert records the expert's options there.
+	Agent  string
+	Expert *ExpertOptions
+	// MaxSteps ends the episode after this many steps, before the task's
+	// own cap (0: no limit of its own); such an episode is neither
+	// terminated nor capped, and its success is judged where it stopped.
+	MaxSteps int
+	// Context interrupts the recording between two steps: the bag is
+	// aborted and RecordEpisode returns an error wrapping ErrInterrupted.
+	Context context.Context
+}
+
+// ErrInterrupted reports a recording stopped by its context.
+var ErrInterrupted = errors.New("sim: recording interrupted")
+
+// The frame_id of the headcam images.
+const headcamFrame = "headcam"
+
+// actionLayout is the layout of the action topic: one dimension labelled
+// with the action space's names joined by ";" (node.ActionLabel).
+func actionLayout(space policy.ActionSpace) rosbag.MultiArrayLayout {
+	names := make([]string, len(space.Dims))
+	for i, d := range space.Dims {
+		names[i] = d.Name
+	}
+	n := uint32(len(names))
+	return rosbag.MultiArrayLayout{Dim: []rosbag.MultiArrayDimension{{Label: strings.Join(names, ";"), Size: n, Stride: n}}}
+}
+
+// RecordEpisode plays ep to the end with agent, as Run does, and writes it
+// to a bag at path, atomically (rosbag.Create: path appears only when the
+// bag is complete; on any error, or an interruption, nothing is left). The
+// bag holds, on the topics of opts:
+//
+//	instruction   std_msgs/String at t0 (latched for rosbag play)
+//	image         sensor_msgs/Image rgb8 per step k, stamped (header and record) t0 + k·Period, frame_id "headcam", seq k
+//	action        std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay: the action computed from frame k
+//	episode_done  std_msgs/Bool true at t0 + steps·Period
+//	info          std_msgs/String at t0 (latched): EpisodeInfo as JSON
+func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (Result, error) {
+	if opts.Period == 0 {
+		opts.Period = time.Duration(math.Round(StepSeconds * float64(time.Second)))
+	}
+	if opts.ActionDelay == 0 {
+		opts.ActionDelay = time.Millisecond
+	}
+	if opts.Period < 0 || opts.ActionDelay < 0 || opts.ActionDelay >= opts.Period {
+		return Result{}, fmt.Errorf("sim: record %s: period %v and action delay %v: want 0 <= delay < period", path, opts.Period, opts.ActionDelay)
+	}
+	if opts.MaxSteps < 0 {
+		return Result{}, fmt.Errorf("sim: record %s: max steps %d is negative", path, opts.MaxSteps)
+	}
+	if opts.Start.IsZero() {
+		opts.Start = time.Now()
+	}
+	if opts.Agent == "" {
+		opts.Agent = "expert"
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	topics := opts.Topics.resolve(opts.Namespace)
+	t0, err := rosbag.FromTime(opts.Start)
+	if err != nil {
+		return Result{}, fmt.Errorf("sim: record %s: start %w", path, err)
+	}
+	stamp := func(d time.Duration) rosbag.Time {
+		t, _ := rosbag.FromTime(opts.Start.Add(d)) // within range: t0 is, and episodes last hours at most
+		return t
+	}
+
+	w, err := rosbag.Create(path, rosbag.WriterOptions{})
+	if err != nil {
+		return Result{}, err
+	}
+	rec := &bagRecorder{w: w, ep: ep, topics: topics, agent: agent, ctx: ctx, period: opts.Period, delay: opts.ActionDelay, stamp: stamp,
+		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps}
+	h, wd := ep.ImageSize()
+	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: headcamFrame}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
+	res, err := rec.run(ep, t0)
+	if err == nil {
+		err = rec.finish(ep, res, opts, t0)
+	}
+	if err != nil {
+		w.Abort()
+		return res, fmt.Errorf("sim: record %s: %w", path, err)
+	}
+	if err := w.Close(); err != nil {
+		return res, fmt.Errorf("sim: record %s: %w", path, err)
+	}
+	return res, nil
+}
+
+// bagRecorder writes an episode's steps as they are played.
+type bagRecorder struct {
+	w      *rosbag.Writer
+	ep     *Episode
+	topics Topics
+	agent  Agent
+	ctx    context.Context
+	period time.Duration
+	delay  time.Duration
+	stamp  func(time.Duration) rosbag.Time
+	img    rosbag.Image
+	act    rosbag.Float32MultiArray
+
+	maxSteps int
+}
+
+// errMaxSteps ends Run at RecordOptions.MaxSteps.
+var errMaxSteps = errors.New("max steps")
+
+var _ Agent = (*bagRecorder)(nil)
+
+func (r *bagRecorder) run(ep *Episode, t0 rosbag.Time) (Result, error) {
+	if _, err := r.w.AddConnection(latched(r.topics.Instruction, rosbag.StringType)); err != nil {
+		return Result{}, err
+	}
+	if err := r.w.Write(r.topics.Instruction, t0, &rosbag.String{Data: ep.Instruction()}); err != nil {
+		return Result{}, err
+	}
+	res, err := Run(ep, r, r.frame)
+	if errors.Is(err, errMaxSteps) {
+		res.Steps, res.Success, res.Terminated, err = ep.Steps(), ep.Success(), ep.State().Terminated, nil
+	}
+	return res, err
+}
+
+func latched(topic string, mt rosbag.MessageType) rosbag.Connection {
+	return rosbag.Connection{Topic: topic, Type: mt.Name, MD5Sum: mt.MD5Sum, MessageDefinition: mt.Definition, Latching: true}
+}
+
+// frame writes frame k (Run's FrameFunc); the last frame, after the last
+// action, is not recorded.
+func (r *bagRecorder) frame(k int, img []byte) error {
+	if r.ep.Done() { // Run's final frame, after the last step
+		return nil
+	}
+	if err := r.ctx.Err(); err != nil {
+		return fmt.Errorf("%w at step %d: %v", ErrInterrupted, k, err)
+	}
+	if r.maxSteps > 0 && k == r.maxSteps {
+		return errMaxSteps
+	}
+	t := r.stamp(time.Duration(k) * r.period)
+	r.img.Header.Seq, r.img.Header.Stamp, r.img.Data = uint32(k), t, img
+	return r.w.Write(r.topics.Image, t, &r.img)
+}
+
+// Reset implements Agent for the wrapped agent.
+func (r *bagRecorder) Reset(instruction string) { r.agent.Reset(instruction) }
+
+// Act runs the wrapped agent and records its action.
+func (r *bagRecorder) Act(obs *Observation) ([]float32, error) {
+	a, err := r.agent.Act(obs)
+	if err != nil {
+		return nil, err
+	}
+	t := r.stamp(time.Duration(obs.Step)*r.period + r.delay)
+	r.act.Data = a
+	if err := r.w.Write(r.topics.Action, t, &r.act); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// finish writes the end of the episode and its metadata.
+func (r *bagRecorder) finish(ep *Episode, res Result, opts RecordOptions, t0 rosbag.Time) error {
+	if err := r.w.Write(r.topics.EpisodeDone, r.stamp(time.Duration(res.Steps)*r.period), &rosbag.Bool{Data: true}); err != nil {
+		return err
+	}
+	h, w := ep.ImageSize()
+	info := EpisodeInfo{Version: InfoVersion, Task: res.Task, Family: TaskFamily(ep.Task()), Memory: ep.Task().Memory,
+		Instruction: res.Instruction, Agent: opts.Agent, Seed: res.Seed, Steps: res.Steps, Success: res.Success, Terminated: res.Terminated,
+		Height: h, Width: w, Period: opts.Period.Seconds(), Start: opts.Start, Expert: opts.Expert}
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	if _, err := r.w.AddConnection(latched(r.topics.Info, rosbag.StringType)); err != nil {
+		return err
+	}
+	return r.w.Write(r.topics.Info, t0, &rosbag.String{Data: string(b)})
+}

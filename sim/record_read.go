@@ -1,0 +1,315 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // the default compressed-image decoder reads JPEG and PNG
+	_ "image/png"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/rosbag"
+)
+
+// RecordedStep is one step of a recorded episode: the frame and the action
+// computed from it.
+type RecordedStep struct {
+	// Stamp is the frame's header stamp (its record time when unstamped).
+	Stamp time.Time
+	// Image is the frame as rgb8, (H, W, 3). Steps that acted on the same
+	// frame share it; do not modify it.
+	Image []byte
+	// Action is the recorded action, nil in a bag without actions.
+	Action []float32
+}
+
+// RecordedEpisode is an episode read from a bag.
+type RecordedEpisode struct {
+	Info  EpisodeInfo
+	Steps []RecordedStep
+	// Done reports an episode_done message with true.
+	Done bool
+	// HasInfo reports that the bag held EpisodeInfo; without it Info is
+	// filled from what the bag shows (instruction, image size, steps, the
+	// median time between steps).
+	HasInfo bool
+	// Unpaired counts actions recorded before any frame, which are
+	// dropped.
+	Unpaired int
+}
+
+// CompressedDecoder decodes a sensor_msgs/CompressedImage into rgb8 pixels,
+// (h, w, 3).
+type CompressedDecoder func(format string, data []byte) (rgb []byte, h, w int, err error)
+
+// ReadOptions configures ReadEpisode.
+type ReadOptions struct {
+	// Topics and Namespace name the topics, as for RecordOptions; a bag
+	// that `rosbag record` took from a node in namespace /robot is read
+	// with Namespace "/robot", a remapped camera with Topics.Image.
+	Topics    Topics
+	Namespace string
+	// Instruction replaces the bag's instruction; it is needed for a bag
+	// without one.
+	Instruction string
+	// DecodeCompressed decodes compressed frames. It defaults to Go's
+	// image/jpeg and image/png; give vision's OpenCV decoder to decode
+	// exactly as the node does.
+	DecodeCompressed CompressedDecoder
+}
+
+// ReadEpisode reads an episode bag: one written by RecordEpisode, or one
+// `rosbag record` took from a live node. Frames may be sensor_msgs/Image
+// (rgb8, bgr8 or mono8) or CompressedImage (read only when the bag has no
+// raw frames); they become rgb8. Each action
+// is paired with the latest frame recorded at or before it (by record
+// time), the frame the node acted on; frames with no action after them
+// before the next frame are skipped, and a frame several actions were
+// computed from is shared by their steps. A bag without actions gives a
+// step per frame with a nil Action. The instruction is the first on the
+// instruction topic (or opts.Instruction); all frames must have one size.
+func ReadEpisode(path string, opts ReadOptions) (*RecordedEpisode, error) {
+	r, err := rosbag.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("sim: read episode: %w", err)
+	}
+	defer r.Close()
+	ep, err := readEpisode(r, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sim: read episode %s: %w", path, err)
+	}
+	return ep, nil
+}
+
+func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
+	topics := opts.Topics.resolve(opts.Namespace)
+	decode := opts.DecodeCompressed
+	if decode == nil {
+		decode = decodeStd
+	}
+	ep := &RecordedEpisode{}
+	var (
+		instruction string
+		frame       []byte // the latest frame, rgb8
+		stamp       time.Time
+		h, w        int
+		frames      []RecordedStep // every frame, for a bag without actions
+		actionLen   = -1
+		img         rosbag.Image
+		cimg        rosbag.CompressedImage
+		str         rosbag.String
+		arr         rosbag.Float32MultiArray
+		flag        rosbag.Bool
+	)
+	setFrame := func(rgb []byte, fh, fw int, st, recTime time.Time) error {
+		if h == 0 {
+			h, w = fh, fw
+		} else if fh != h || fw != w {
+			return fmt.Errorf("frame at %v is %dx%d, the first frame was %dx%d", recTime.Format(time.RFC3339Nano), fh, fw, h, w)
+		}
+		if st.IsZero() || st.Equal(time.Unix(0, 0)) {
+			st = recTime
+		}
+		frame, stamp = rgb, st
+		frames = append(frames, RecordedStep{Stamp: st, Image: rgb})
+		return nil
+	}
+	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info}
+	if r.Count(topics.Image) > 0 { // a camera publishing both: the raw frames, not their compressed copies
+		topicList = slices.DeleteFunc(topicList, func(t string) bool { return t == topics.Compressed })
+	}
+	for rec, err := range r.Messages(topicList...) {
+		if err != nil {
+			return nil, err
+		}
+		recTime := rec.Time.Time()
+		switch rec.Conn.Topic {
+		case topics.Image:
+			if err := rec.Decode(&img); err != nil {
+				return nil, err
+			}
+			rgb, err := rawToRGB(&img)
+			if err != nil {
+				return nil, fmt.Errorf("frame at %v on %s: %w", recTime.Format(time.RFC3339Nano), topics.Image, err)
+			}
+			if err := setFrame(rgb, int(img.Height), int(img.Width), img.Header.Stamp.Time(), recTime); err != nil {
+				return nil, err
+			}
+		case topics.Compressed:
+			if err := rec.Decode(&cimg); err != nil {
+				return nil, err
+			}
+			rgb, fh, fw, err := decode(cimg.Format, cimg.Data)
+			if err != nil {
+				return nil, fmt.Errorf("frame at %v on %s: %w", recTime.Format(time.RFC3339Nano), topics.Compressed, err)
+			}
+			if len(rgb) != fh*fw*3 || fh <= 0 || fw <= 0 {
+				return nil, fmt.Errorf("frame at %v on %s: decoder returned %d bytes for %dx%d", recTime.Format(time.RFC3339Nano), topics.Compressed, len(rgb), fh, fw)
+			}
+			if err := setFrame(rgb, fh, fw, cimg.Header.Stamp.Time(), recTime); err != nil {
+				return nil, err
+			}
+		case topics.Instruction:
+			if err := rec.Decode(&str); err != nil {
+				return nil, err
+			}
+			if instruction == "" {
+				instruction = str.Data
+			}
+		case topics.Action:
+			if err := rec.Decode(&arr); err != nil {
+				return nil, err
+			}
+			if actionLen < 0 {
+				actionLen = len(arr.Data)
+			}
+			if len(arr.Data) == 0 || len(arr.Data) != actionLen {
+				return nil, fmt.Errorf("action at %v has %d values, the first had %d", recTime.Format(time.RFC3339Nano), len(arr.Data), actionLen)
+			}
+			if frame == nil {
+				ep.Unpaired++
+				continue
+			}
+			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data)})
+		case topics.EpisodeDone:
+			if err := rec.Decode(&flag); err != nil {
+				return nil, err
+			}
+			ep.Done = ep.Done || flag.Data
+		case topics.Info:
+			if err := rec.Decode(&str); err != nil {
+				return nil, err
+			}
+			if err := json.Unmarshal([]byte(str.Data), &ep.Info); err != nil {
+				return nil, fmt.Errorf("episode info on %s: %w", topics.Info, err)
+			}
+			ep.HasInfo = true
+		}
+	}
+	if actionLen < 0 { // no actions: a step per frame
+		ep.Steps = frames
+	}
+	if len(ep.Steps) == 0 {
+		return nil, fmt.Errorf("no frames with actions on %s or %s and %s (topics in the bag: %s)", topics.Image, topics.Compressed, topics.Action, bagTopics(r))
+	}
+	if opts.Instruction != "" {
+		instruction = opts.Instruction
+	}
+	return ep, ep.complete(instruction, h, w)
+}
+
+// complete checks the metadata against the steps, or fills it in.
+func (ep *RecordedEpisode) complete(instruction string, h, w int) error {
+	in := &ep.Info
+	if ep.HasInfo {
+		switch {
+		case in.Version != InfoVersion:
+			return fmt.Errorf("episode info version %d (this reader reads %d)", in.Version, InfoVersion)
+		case in.Steps != len(ep.Steps):
+			return fmt.Errorf("episode info says %d steps, the bag holds %d", in.Steps, len(ep.Steps))
+		case in.Height != h || in.Width != w:
+			return fmt.Errorf("episode info says %dx%d frames, the bag holds %dx%d", in.Height, in.Width, h, w)
+		}
+	} else {
+		in.Version, in.Steps, in.Height, in.Width = InfoVersion, len(ep.Steps), h, w
+		in.Start = ep.Steps[0].Stamp
+		in.Period = medianPeriod(ep.Steps)
+	}
+	if instruction != "" {
+		in.Instruction = instruction
+	}
+	if in.Instruction == "" {
+		return errors.New("no instruction in the bag: give one (ReadOptions.Instruction)")
+	}
+	return nil
+}
+
+// medianPeriod is the median time between successive steps' frames, in
+// seconds (0 for one step).
+func medianPeriod(steps []RecordedStep) float64 {
+	var d []float64
+	for i := 1; i < len(steps); i++ {
+		d = append(d, steps[i].Stamp.Sub(steps[i-1].Stamp).Seconds())
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Float64s(d)
+	return d[len(d)/2]
+}
+
+func bagTopics(r *rosbag.Reader) string {
+	var names []string
+	for _, c := range r.Connections() {
+		names = append(names, c.Topic+" ("+c.Type+")")
+	}
+	slices.Sort(names)
+	return fmt.Sprint(names)
+}
+
+// rawToRGB converts a raw frame to a new rgb8 buffer.
+func rawToRGB(m *rosbag.Image) ([]byte, error) {
+	var bpp int
+	switch m.Encoding {
+	case "rgb8", "bgr8":
+		bpp = 3
+	case "mono8":
+		bpp = 1
+	default:
+		return nil, fmt.Errorf("encoding %q: only rgb8, bgr8 and mono8 frames are read", m.Encoding)
+	}
+	h, w, step := int64(m.Height), int64(m.Width), int64(m.Step)
+	if h <= 0 || w <= 0 || h > MaxImageSide || w > MaxImageSide {
+		return nil, fmt.Errorf("%dx%d %s frame: each side must be in [1, %d]", h, w, m.Encoding, MaxImageSide)
+	}
+	if step < w*int64(bpp) || int64(len(m.Data)) < (h-1)*step+w*int64(bpp) {
+		return nil, fmt.Errorf("%dx%d %s frame with step %d has %d bytes of data", h, w, m.Encoding, step, len(m.Data))
+	}
+	out := make([]byte, h*w*3)
+	for y := range h {
+		row := m.Data[y*step : y*step+w*int64(bpp)]
+		dst := out[y*w*3 : (y+1)*w*3]
+		switch m.Encoding {
+		case "rgb8":
+			copy(dst, row)
+		case "bgr8":
+			for x := int64(0); x < w; x++ {
+				dst[3*x], dst[3*x+1], dst[3*x+2] = row[3*x+2], row[3*x+1], row[3*x]
+			}
+		case "mono8":
+			for x, v := range row {
+				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
+			}
+		}
+	}
+	return out, nil
+}
+
+// decodeStd decodes JPEG or PNG with Go's image packages.
+func decodeStd(format string, data []byte) ([]byte, int, int, error) {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("compressed frame (format %q): %w", format, err)
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || cfg.Width > MaxImageSide || cfg.Height > MaxImageSide {
+		return nil, 0, 0, fmt.Errorf("compressed frame (format %q) of %dx%d: each side must be in [1, %d]", format, cfg.Height, cfg.Width, MaxImageSide)
+	}
+	img, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("compressed frame (format %q): %w", format, err)
+	}
+	b := img.Bounds()
+	h, w := b.Dy(), b.Dx()
+	out := make([]byte, 0, h*w*3)
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			out = append(out, byte(r>>8), byte(g>>8), byte(bl>>8))
+		}
+	}
+	return out, h, w, nil
+}
