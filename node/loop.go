@@ -402,7 +402,7 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 
 	t0 := time.Now()
 	copy(l.proposed, w.action)
-	mode := gateMode(l.proposed)
+	mode := policy.GateMode(l.proposed)
 	v := l.filter.Apply(l.out, l.proposed, dt)
 	l.rec(StageFilter, time.Since(t0))
 	if v.Rejected {
@@ -418,22 +418,6 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 	return ReasonNone, l.cur.stamp
 }
 
-// gateMode applies RT-1's mode to an action in place: in arm mode the base
-// velocities are zero, in base mode the arm deltas are, and terminate zeroes
-// both (the gripper keeps its target). It runs before the safety filter, so
-// switching modes is rate limited like any other change. It returns the
-// mode.
-func gateMode(a []float32) int {
-	mode := int(math.Round(float64(a[policy.DimMode])))
-	arm, base := mode == policy.ModeArm, mode == policy.ModeBase
-	if !arm {
-		clear(a[policy.DimWorldX : policy.DimYaw+1])
-	}
-	if !base {
-		clear(a[policy.DimBaseYaw : policy.DimBaseY+1])
-	}
-	return mode
-}
 
 // publish sends l.out; acting says whether it is the policy's action.
 func (l *Loop) publish(sched time.Time, acting bool, reason Reason, stamp time.Time) {

@@ -679,25 +679,6 @@ func TestLoopTickAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestGateMode(t *testing.T) {
-	full := func(mode float32) []float32 {
-		a := []float32{mode, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, -0.5}
-		return a
-	}
-	for _, tc := range []struct {
-		mode float32
-		want []float32
-	}{
-		{0, []float32{0, 0, 0, 0, 0, 0, 0, 0.7, 0, 0, 0}},
-		{1, []float32{1, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0, 0, 0}},
-		{2, []float32{2, 0, 0, 0, 0, 0, 0, 0.7, 0.8, 0.9, -0.5}},
-	} {
-		a := full(tc.mode)
-		if m := gateMode(a); m != int(tc.mode) || !slices.Equal(a, tc.want) {
-			t.Errorf("mode %v: gateMode = %d, %v; want %v", tc.mode, m, a, tc.want)
-		}
-	}
-}
 
 func TestNewLoopRejects(t *testing.T) {
 	p := loadPolicy(t, smallPath(t))

@@ -171,3 +171,35 @@ func (d Dimension) Value(b int) float32 {
 func (d Dimension) Clamp(a float32) float32 {
 	return float32(min(max(float64(a), d.Low), d.High))
 }
+
+// GateMode applies RT-1's mode to an action in place: in arm mode the base
+// velocities are zero, in base mode the arm deltas are, and terminate
+// zeroes both (the gripper keeps its target). The node runs it before its
+// safety filter, so switching modes is rate limited like any other change;
+// replay compares actions after it. It returns the mode.
+func GateMode(a []float32) int {
+	mode := int(math.Round(float64(a[DimMode])))
+	if mode != ModeArm {
+		clear(a[DimWorldX : DimYaw+1])
+	}
+	if mode != ModeBase {
+		clear(a[DimBaseYaw : DimBaseY+1])
+	}
+	return mode
+}
+
+// Gated reports whether dimension i is one that mode gates out (see
+// GateMode) in an RT-1 layout: the arm's deltas outside arm mode, the
+// base's velocities outside base mode. Other layouts gate nothing.
+func (s ActionSpace) Gated(i, mode int) bool {
+	if len(s.Dims) != rt1Dims || s.Dims[DimMode].Name != "mode" {
+		return false
+	}
+	switch {
+	case i >= DimWorldX && i <= DimYaw:
+		return mode != ModeArm
+	case i >= DimBaseYaw && i <= DimBaseY:
+		return mode != ModeBase
+	}
+	return false
+}

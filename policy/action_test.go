@@ -2,6 +2,7 @@ package policy
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,5 +103,24 @@ func TestActionSpaceValidateAndCompare(t *testing.T) {
 	b.Dims = b.Dims[:10]
 	if err := a.Compare(b); err == nil || !strings.Contains(err.Error(), "10 dimensions, expected 11") {
 		t.Errorf("Compare: %v", err)
+	}
+}
+
+func TestGateMode(t *testing.T) {
+	full := []float32{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		mode float32
+		want []float32
+	}{
+		{0, []float32{0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0}},
+		{1, []float32{1, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0}},
+		{2, []float32{2, 0, 0, 0, 0, 0, 0, 7, 8, 9, 10}},
+		{1.4, []float32{1.4, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0}},
+	} {
+		a := append([]float32(nil), full...)
+		a[0] = tc.mode
+		if m := GateMode(a); m != int(math.Round(float64(tc.mode))) || !slices.Equal(a, tc.want) {
+			t.Errorf("mode %v: GateMode = %d, %v; want %v", tc.mode, m, a, tc.want)
+		}
 	}
 }

@@ -118,6 +118,7 @@ func Presets() map[string]Spec {
 	smallVision := vision.DefaultConfig(SmallFeatureChannels)
 	smallVision.Preprocess.Height, smallVision.Preprocess.Width = 128, 160
 	smallVision.Backbone.Layer = SmallFeatureLayer
+	smallVision.Head.Positions = 8 * 10
 	smallVision.History = 1
 	smallVision.Head.Dim, smallVision.Head.EmbeddingDim, smallVision.Head.Tokens, smallVision.Head.TokenLearnerHidden = 64, 64, 4, 32
 	smallLang := language.Config{Width: 64, TokenDim: 64, HashBuckets: 1024, NGramMin: 3, NGramMax: 5}
@@ -136,7 +137,7 @@ func Presets() map[string]Spec {
 		"small": {
 			Policy: Config{Preset: "small", ActionSpace: RT1(), Padding: 1},
 			TTM:    smallTTM, Vision: smallVision, Language: smallLang,
-			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160},
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 7},
 		},
 	}
 }

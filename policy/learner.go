@@ -133,6 +133,17 @@ type WindowStats struct {
 // owns one; Learners share the Policy, whose parameters must not change
 // while they run. It allocates nothing after NewLearner.
 type Learner struct {
+	// ModeGated leaves out of the loss the dimensions the demonstrated
+	// action's mode gates out (ActionSpace.Gated): their demonstrated
+	// values (zeros) are never executed, and learning them would pull the
+	// policy's velocities toward zero in the mode that uses them.
+	ModeGated bool
+	// LabelSigma, when positive, replaces each discrete label by a
+	// Gaussian over the bins with this standard deviation (in bins), so
+	// that neighbouring bins of a continuous quantity share evidence; the
+	// mode and other categorical dimensions (< 8 bins) stay one-hot.
+	LabelSigma float64
+
 	p          *Policy
 	maxSteps   int
 	tape       *ttm.Tape
@@ -295,6 +306,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, correct, labels int) {
 	hd, g := l.p.head, l.gOwn
 	r, d := l.p.spec.TTM.ProcessSize, hd.dim
+	mode := int(math.Round(float64(a[DimMode])))
 	clear(l.pooled)
 	for t := range r {
 		nn.Add(l.pooled, l.outputs[t*d:(t+1)*d])
@@ -307,13 +319,21 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	for i, dm := range hd.space.Dims {
 		lg := l.logits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
 		dl := l.dLogits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
+		if l.ModeGated && hd.space.Gated(i, mode) {
+			clear(dl)
+			continue
+		}
 		if dm.Bins == 0 {
 			diff := lg[0] - dm.Clamp(a[i])
 			loss += 0.5 * float64(diff) * float64(diff)
 			dl[0] = scale * diff
 			continue
 		}
-		loss += crossEntropy(dl, lg, dm.Bin(a[i]), scale)
+		if l.LabelSigma > 0 && dm.Bins >= 8 {
+			loss += smoothCrossEntropy(dl, lg, dm.Bin(a[i]), l.LabelSigma, scale)
+		} else {
+			loss += crossEntropy(dl, lg, dm.Bin(a[i]), scale)
+		}
 		labels++
 		if argmax(lg) == dm.Bin(a[i]) {
 			correct++
@@ -349,6 +369,39 @@ func crossEntropy(dLogits, logits []float32, label int, scale float32) float64 {
 	dLogits[label] -= scale
 	return math.Log(sum) - float64(logits[label]-mx)
 }
+
+// smoothCrossEntropy is crossEntropy against a Gaussian over the bins
+// centred on label with standard deviation sigma (normalised over the
+// bins): -Σ_b q_b log softmax(logits)_b, gradient scale·(softmax - q).
+func smoothCrossEntropy(dLogits, logits []float32, label int, sigma float64, scale float32) float64 {
+	mx := logits[0]
+	for _, v := range logits {
+		mx = max(mx, v)
+	}
+	var sum float64
+	for _, v := range logits {
+		sum += math.Exp(float64(v - mx))
+	}
+	logSum := math.Log(sum)
+	lo, hi := max(0, label-int(4*sigma)-1), min(len(logits)-1, label+int(4*sigma)+1)
+	var z float64
+	for b := lo; b <= hi; b++ {
+		z += math.Exp(-0.5 * sq(float64(b-label)/sigma))
+	}
+	var loss float64
+	for b, v := range logits {
+		p := math.Exp(float64(v-mx)) / sum
+		var q float64
+		if b >= lo && b <= hi {
+			q = math.Exp(-0.5*sq(float64(b-label)/sigma)) / z
+			loss -= q * (float64(v-mx) - logSum)
+		}
+		dLogits[b] = scale * float32(p-q)
+	}
+	return loss
+}
+
+func sq(x float64) float64 { return x * x }
 
 func argmax(x []float32) int {
 	best := 0

@@ -21,6 +21,7 @@ func learnerPolicy(t *testing.T, history int, blind ...bool) *Policy {
 	spec.Policy.BlindActions = len(blind) > 0 && blind[0]
 	spec.Vision.History = history
 	spec.Vision.Head.FeatureChannels = 6
+	spec.Vision.Head.Positions = 5 // the tests' feature maps
 	spec.TTM.InputTokens = history*spec.Vision.Head.Tokens + spec.Policy.ActionSpace.Len() + spec.Policy.Padding
 	model, err := ttm.NewModel(spec.TTM)
 	if err != nil {
@@ -88,7 +89,9 @@ func TestLearnerGradients(t *testing.T) {
 		name            string
 		history         int
 		noMemory, blind bool
-	}{{"history1", 1, false, false}, {"history2", 2, false, false}, {"no-memory", 2, true, false}, {"blind-actions", 1, false, true}} {
+		smoothGated     bool
+	}{{"history1", 1, false, false, false}, {"history2", 2, false, false, false}, {"no-memory", 2, true, false, false},
+		{"blind-actions", 1, false, true, false}, {"smoothed-gated-loss", 1, false, false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := learnerPolicy(t, tc.history, tc.blind)
 			const T, n = 3, 5
@@ -111,6 +114,9 @@ func TestLearnerGradients(t *testing.T) {
 
 			l := NewLearner(p, T, n)
 			l.SetNoMemory(tc.noMemory)
+			if tc.smoothGated {
+				l.LabelSigma, l.ModeGated = 2, true
+			}
 			lossAt := func() float64 {
 				st := start.Clone()
 				l.ZeroGrads()
@@ -276,6 +282,51 @@ func TestBlindActionsIgnorePrevious(t *testing.T) {
 		}
 		if same != blind {
 			t.Errorf("blind %v: logits equal for different previous actions: %v", blind, same)
+		}
+	}
+}
+
+// TestSmoothCrossEntropy checks the soft-label loss against a direct
+// computation and its gradient against finite differences.
+func TestSmoothCrossEntropy(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 3))
+	logits := make([]float32, 32)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64())
+	}
+	const label, sigma = 5, 1.5
+	loss := func(lg []float32) float64 {
+		var z, sum float64
+		for _, v := range lg {
+			sum += math.Exp(float64(v))
+		}
+		q := make([]float64, len(lg))
+		for b := range lg {
+			if d := math.Abs(float64(b - label)); d <= 4*sigma+1 {
+				q[b] = math.Exp(-0.5 * d * d / (sigma * sigma))
+				z += q[b]
+			}
+		}
+		var l float64
+		for b, v := range lg {
+			l -= q[b] / z * (float64(v) - math.Log(sum))
+		}
+		return l
+	}
+	d := make([]float32, len(logits))
+	got := smoothCrossEntropy(d, logits, label, sigma, 1)
+	if want := loss(logits); math.Abs(got-want) > 1e-5 {
+		t.Errorf("loss %v, want %v", got, want)
+	}
+	for _, b := range []int{0, 4, 5, 6, 31} {
+		old := logits[b]
+		logits[b] = old + 1e-2
+		up := loss(logits)
+		logits[b] = old - 1e-2
+		down := loss(logits)
+		logits[b] = old
+		if n := (up - down) / 2e-2; math.Abs(n-float64(d[b])) > 1e-3 {
+			t.Errorf("d/dlogit[%d] = %v, numeric %v", b, d[b], n)
 		}
 	}
 }

@@ -33,6 +33,12 @@ type EfficientNetConfig struct {
 	FiLMInitStd float32
 	// Seed makes the weights: the same seed gives the same file.
 	Seed uint64
+	// Blocks, if positive, ends the graph after the first Blocks MBConv
+	// blocks (no head convolution): a truncated feature extractor whose
+	// weights are those of the full network's first blocks, and whose output
+	// keeps the full graph's value name (BlockOutput), so a front end reading
+	// that layer gets the same features from either file.
+	Blocks int
 	// CalibrationImages is the number of synthetic images whose statistics
 	// set the folded batch norms. It defaults to 4.
 	CalibrationImages int
@@ -112,6 +118,9 @@ func GenerateEfficientNet(cfg EfficientNetConfig) (*EfficientNet, error) {
 	}
 	if cfg.CalibrationImages == 0 {
 		cfg.CalibrationImages = 4
+	}
+	if cfg.Blocks < 0 {
+		return nil, fmt.Errorf("efficientnet: %d blocks, want 0 (all) or more", cfg.Blocks)
 	}
 	if cfg.CalibrationImages < 2 || cfg.CalibrationImages > 64 {
 		return nil, fmt.Errorf("efficientnet: %d calibration images, want 2..64", cfg.CalibrationImages)
@@ -236,6 +245,10 @@ func (g *EfficientNet) InputSize() (h, w int) { return g.cfg.Height, g.cfg.Width
 // FeatureShape is the output feature map's channels, height and width.
 func (g *EfficientNet) FeatureShape() (c, h, w int) {
 	s := g.net.spec
+	if n := g.cfg.Blocks; n > 0 && n < len(s.blocks) {
+		b := s.blocks[n-1]
+		return b.out, b.oh, b.ow
+	}
 	return s.head, s.fh, s.fw
 }
 

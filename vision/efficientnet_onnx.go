@@ -95,7 +95,11 @@ func (g *EfficientNet) Model() *onnx.Model {
 	}
 	x := b.emitConv(&e.stem, EfficientNetImageInput, "")
 	shapes := map[int]string{} // Reshape targets [1, C, 1, 1], one per C
-	for i := range e.blocks {
+	blocks := len(e.blocks)
+	if n := g.cfg.Blocks; n > 0 && n < blocks {
+		blocks = n
+	}
+	for i := range e.blocks[:blocks] {
 		blk := &e.blocks[i]
 		p := fmt.Sprintf("blocks.%d", i)
 		in := x
@@ -132,8 +136,13 @@ func (g *EfficientNet) Model() *onnx.Model {
 			x = b.node("Add", p+"/film/add", []string{x, a})
 		}
 	}
-	b.emitConv(&e.head, x, EfficientNetOutput)
-	b.g.Outputs = []*onnx.ValueInfo{onnx.TensorValue(EfficientNetOutput, onnx.Float, 1, int64(s.head), int64(s.fh), int64(s.fw))}
+	if blocks < len(e.blocks) {
+		last := s.blocks[blocks-1]
+		b.g.Outputs = []*onnx.ValueInfo{onnx.TensorValue(x, onnx.Float, 1, int64(last.out), int64(last.oh), int64(last.ow))}
+	} else {
+		b.emitConv(&e.head, x, EfficientNetOutput)
+		b.g.Outputs = []*onnx.ValueInfo{onnx.TensorValue(EfficientNetOutput, onnx.Float, 1, int64(s.head), int64(s.fh), int64(s.fw))}
+	}
 	cfg := g.cfg
 	return &onnx.Model{
 		IRVersion:       generatedIR,
@@ -149,8 +158,19 @@ func (g *EfficientNet) Model() *onnx.Model {
 			{Key: "ttm.input", Value: fmt.Sprintf("%dx%d", s.h, s.w)},
 			{Key: "ttm.film_dim", Value: strconv.Itoa(e.filmDim)},
 			{Key: "ttm.seed", Value: strconv.FormatUint(cfg.Seed, 10)},
+			{Key: "ttm.blocks", Value: strconv.Itoa(cfg.Blocks)},
 		},
 	}
+}
+
+// BlockOutput is the name of MBConv block i's output value (0-based) in a
+// generated graph without FiLM: its residual add, or its projection when
+// it has no skip connection.
+func (g *EfficientNet) BlockOutput(i int) string {
+	if g.net.spec.blocks[i].skip {
+		return fmt.Sprintf("blocks.%d/add", i)
+	}
+	return fmt.Sprintf("blocks.%d/project/conv", i)
 }
 
 // ONNX encodes the network as an ONNX file and returns it with its SHA-256

@@ -62,6 +62,11 @@ func OpenFrontEnd(cfg Config, head *Head, backbonePath string, threads int, log 
 		return nil, fmt.Errorf("vision: backbone %s gives %d feature channels (%dx%d map), the head takes %d",
 			backbonePath, c, h, w, cfg.Head.FeatureChannels)
 	}
+	if p := cfg.Head.Positions; p > 0 && p != h*w {
+		_ = b.Close()
+		return nil, fmt.Errorf("vision: backbone %s gives a %dx%d map (%d positions), the head's positional embedding has %d",
+			backbonePath, h, w, h*w, p)
+	}
 	d, k := cfg.Head.Dim, cfg.Head.Tokens
 	return &FrontEnd{
 		cfg: cfg, pre: pre, backbone: b, head: head, acts: head.NewActs(h * w),

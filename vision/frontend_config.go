@@ -35,6 +35,11 @@ type HeadConfig struct {
 	TokenLearnerHidden int           `json:"tokenlearner_hidden"` // TokenLearner bottleneck; default 64
 	FiLM               FiLMPlacement `json:"film"`                // head (default) or backbone
 	LayerNormEps       float64       `json:"layernorm_eps"`       // default 1e-6 (Flax)
+	// Positions, when positive, adds a learned positional embedding
+	// (Positions, d) to the projected feature map (h·w = Positions must
+	// hold): TokenLearner pools by content, so without it a token says what
+	// it saw but hardly where, which a policy driving to an object needs.
+	Positions int `json:"positions,omitempty"`
 }
 
 // WithDefaults returns c with unset fields at their defaults.
@@ -75,6 +80,9 @@ func (c HeadConfig) Validate() error {
 		if f.v <= 0 || f.v > maxWidth {
 			return fmt.Errorf("vision head: %s = %d must be within 1..%d", f.name, f.v, maxWidth)
 		}
+	}
+	if c.Positions < 0 || c.Positions > maxWidth {
+		return fmt.Errorf("vision head: positions = %d must be within 0..%d", c.Positions, maxWidth)
 	}
 	switch c.FiLM {
 	case FiLMHead, FiLMBackbone:

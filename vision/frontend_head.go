@@ -62,6 +62,7 @@ func (in paramInit) fill(dst []float32, r *rand.Rand) {
 type HeadParams struct {
 	ProjKernel   []float32 // (C, d): the 1x1 convolution, input-major as Flax stores it
 	ProjBias     []float32 // (d)
+	PosEmbed     []float32 // (Positions, d), or nil without positional embedding
 	FiLM         FiLMParams
 	TokenLearner TokenLearnerParams
 }
@@ -110,6 +111,9 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	mlpBias := paramInit{kind: initNormal, std: 1e-6} // scenic MlpBlock
 	add("conv1x1/kernel", xavier(C, d), C, d)
 	add("conv1x1/bias", zeros, d)
+	if c.Positions > 0 {
+		add("pos_embedding", paramInit{kind: initNormal, std: 0.02}, c.Positions, d)
+	}
 	if c.FiLM == FiLMHead {
 		add("film/mult/kernel", zeros, e, d)
 		add("film/mult/bias", zeros, d)
@@ -141,6 +145,7 @@ func (h *Head) View(flat []float32) HeadParams {
 	return HeadParams{
 		ProjKernel: v["conv1x1/kernel"],
 		ProjBias:   v["conv1x1/bias"],
+		PosEmbed:   v["pos_embedding"],
 		FiLM: FiLMParams{
 			MultKernel: v["film/mult/kernel"], MultBias: v["film/mult/bias"],
 			AddKernel: v["film/add/kernel"], AddBias: v["film/add/bias"],
@@ -219,6 +224,10 @@ func (h *Head) Forward(out []float32, a *HeadActs, feat, e []float32) {
 	c := h.Config
 	n, d := a.N, c.Dim
 	ProjectForward(a.Proj, feat, h.P.ProjKernel, h.P.ProjBias, c.FeatureChannels, n, d)
+	if h.P.PosEmbed != nil {
+		mustHave("Head.Forward positions", h.P.PosEmbed, n*d)
+		nn.Add(a.Proj, h.P.PosEmbed[:n*d])
+	}
 	x := a.Proj
 	if c.FiLM == FiLMHead {
 		mustHave("Head.Forward embedding", e, c.EmbeddingDim)
@@ -246,6 +255,9 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 		FiLMCoefficientsBackward(dEmb, &g.FiLM, a.dGamma, a.dBeta, e, &h.P.FiLM, c.EmbeddingDim, d)
 	} else {
 		TokenLearnerBackward(dProj, &g.TokenLearner, dOut, a.TL, a.Proj, &h.P.TokenLearner)
+	}
+	if g.PosEmbed != nil {
+		nn.Add(g.PosEmbed[:n*d], dProj)
 	}
 	ProjectBackward(dFeat, g.ProjKernel, g.ProjBias, dProj, feat, h.P.ProjKernel, c.FeatureChannels, n, d)
 }

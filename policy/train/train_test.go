@@ -50,8 +50,7 @@ func TestMain(m *testing.M) {
 // feature channel 0 chooses the base's forward velocity.
 func syntheticEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
 	spec := p.Spec()
-	c := spec.Vision.Head.FeatureChannels
-	const n = 6
+	c, n := spec.Vision.Head.FeatureChannels, spec.Vision.Head.Positions
 	r := rand.New(rand.NewPCG(seed, 2))
 	var eps []*Episode
 	for e := range count {
@@ -71,7 +70,7 @@ func syntheticEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episo
 				}
 			}
 			a := make([]float32, p.ActionSpace().Len())
-			a[policy.DimMode] = 1 // arm mode's bin
+			a[policy.DimMode] = policy.ModeBase
 			a[policy.DimBaseX] = 0.8 * sign
 			ep.Actions = append(ep.Actions, a...)
 		}
@@ -83,6 +82,7 @@ func syntheticEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episo
 func smallConfig() Config {
 	c := DefaultConfig()
 	c.Steps, c.Batch, c.Window, c.Warmup, c.LR = 6, 4, 3, 2, 3e-3
+	c.LabelSigma = 0 // one-hot labels: the loss can approach zero
 	return c
 }
 

@@ -42,12 +42,15 @@ type Config struct {
 	Seed        uint64  `json:"seed"`
 	Workers     int     `json:"workers"`   // goroutines; results depend on it
 	NoMemory    bool    `json:"no_memory"` // the paper's ablation: memory zeroed every step
+	// ModeGated and LabelSigma shape the loss (policy.Learner).
+	ModeGated  bool    `json:"mode_gated"`
+	LabelSigma float64 `json:"label_sigma"`
 }
 
 // DefaultConfig is the small preset's recipe.
 func DefaultConfig() Config {
 	return Config{Steps: 3000, Batch: 32, Window: 8, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
-		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2}
+		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2}
 }
 
 // Validate reports the first unusable field.
@@ -61,6 +64,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: window %d: want 1..64", c.Window)
 	case !(c.LR > 0 && c.LR < 1):
 		return fmt.Errorf("train: lr %v: want (0, 1)", c.LR)
+	case c.LabelSigma < 0 || c.LabelSigma > 64:
+		return fmt.Errorf("train: label_sigma %v: want 0..64 bins", c.LabelSigma)
 	case c.Warmup < 0 || c.LRFloor < 0 || c.LRFloor > 1 || c.WeightDecay < 0 || c.ClipNorm < 0:
 		return errors.New("train: warmup, lr_floor (<= 1), weight_decay and clip_norm must not be negative")
 	case c.Workers < 1 || c.Workers > 64:
@@ -125,6 +130,9 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	if featLen%c != 0 {
 		return nil, fmt.Errorf("train: episodes hold %d feature values per step, not a multiple of the policy's %d channels", featLen, c)
 	}
+	if pos := spec.Vision.Head.Positions; pos > 0 && pos*c != featLen {
+		return nil, fmt.Errorf("train: episodes hold %d feature positions, the policy's positional embedding has %d", featLen/c, pos)
+	}
 	tr := &Trainer{cfg: cfg, p: p, eps: eps, log: log, zeros: make([]float32, p.ActionSpace().Len()),
 		sched: Schedule{Peak: cfg.LR, Warmup: cfg.Warmup, Total: cfg.Steps, Floor: cfg.LRFloor}}
 	for _, e := range eps {
@@ -140,6 +148,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	for range cfg.Workers {
 		l := policy.NewLearner(p, cfg.Window, featLen/c)
 		l.SetNoMemory(cfg.NoMemory)
+		l.ModeGated, l.LabelSigma = cfg.ModeGated, cfg.LabelSigma
 		tr.learners = append(tr.learners, l)
 	}
 	groups := p.Groups()
