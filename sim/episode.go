@@ -36,6 +36,7 @@ type Episode struct {
 	rend        *Renderer // created by the first Render
 	done        bool
 	act         [11]float32
+	cueSteps    int // frames that show the memory cue, fixed at the start
 }
 
 // NewEpisode sets up task with the given seed.
@@ -59,7 +60,21 @@ func NewEpisode(task *Task, seed uint64, opts Options) (*Episode, error) {
 	s := startState(r)
 	ins := task.setup(r, s)
 	return &Episode{task: task, seed: seed, instruction: ins, s: s,
-		phys: rand.New(rand.NewPCG(seed, salt^0x9e3779b97f4a7c15)), h: opts.Height, w: opts.Width}, nil
+		phys: rand.New(rand.NewPCG(seed, salt^0x9e3779b97f4a7c15)), h: opts.Height, w: opts.Width,
+		cueSteps: cueFrames(&s.Goal)}, nil
+}
+
+// cueFrames is the number of first frames that show g's memory cue: the
+// ring or arrow's Goal.CueSteps, or, for put_back, every frame up to the
+// one where the slide arrives (the frame of step SlideStart+SlideSteps-1).
+func cueFrames(g *Goal) int {
+	if g.Kind == GoalPutBack && g.SlideSteps > 0 {
+		return g.SlideStart + g.SlideSteps
+	}
+	if g.Cue != CueNone {
+		return g.CueSteps
+	}
+	return 0
 }
 
 // Task returns the episode's task.
@@ -70,6 +85,14 @@ func (e *Episode) Seed() uint64 { return e.seed }
 
 // Instruction returns the language instruction.
 func (e *Episode) Instruction() string { return e.instruction }
+
+// CueSteps returns how many first frames (those of steps 0 .. CueSteps-1)
+// show a memory task's cue: what a policy must remember, because later
+// frames do not show it. It is 0 for tasks without a cue. It is fixed when
+// the episode is set up. It is privileged, like State: an evaluation
+// harness reads it (to knock the memory out right after the cue), an agent
+// must not.
+func (e *Episode) CueSteps() int { return e.cueSteps }
 
 // ImageSize returns the rendered frames' height and width.
 func (e *Episode) ImageSize() (h, w int) { return e.h, e.w }

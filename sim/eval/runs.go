@@ -1,0 +1,113 @@
+package eval
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/vision"
+)
+
+// A Player is one worker's agent for a run. The harness opens one Player
+// per worker and run, calls Begin before each episode and Close at the end.
+type Player interface {
+	// Begin prepares an agent for ep and returns it. A privileged agent
+	// (a scripted expert) is given the simulator state in its
+	// observations; any other gets Observation.State == nil. Begin may read
+	// privileged facts of the episode to set up an ablation (the cue
+	// length); the agent it returns must not get them otherwise.
+	Begin(ep *sim.Episode) (agent sim.Agent, privileged bool, err error)
+	Close() error
+}
+
+// RunSpec is one column of an evaluation.
+type RunSpec struct {
+	// Name labels the run in the ledger, the table and the plots; names
+	// must be distinct.
+	Name string
+	// Agent is the kind of agent: "policy", "expert", or another word for a
+	// custom player.
+	Agent            string
+	Checkpoint       string // the checkpoint's file name, for policies
+	CheckpointSHA256 string
+	Ablation         Ablation
+	// NewPlayer opens a worker's player.
+	NewPlayer func() (Player, error)
+
+	loadPolicy func() (*policy.Policy, error) // policy runs: loads a copy (offline scoring)
+}
+
+// ExpertRun is the scripted experts as a run: a check of the harness, since
+// they succeed on nearly every episode.
+func ExpertRun(opts sim.ExpertOptions) RunSpec {
+	return RunSpec{Name: "expert", Agent: "expert", Ablation: AblationNone,
+		NewPlayer: func() (Player, error) { return expertPlayer{opts}, nil }}
+}
+
+type expertPlayer struct{ opts sim.ExpertOptions }
+
+func (p expertPlayer) Begin(ep *sim.Episode) (sim.Agent, bool, error) {
+	return sim.ExpertAgent{Expert: ep.Expert(p.opts)}, true, nil
+}
+
+func (expertPlayer) Close() error { return nil }
+
+// PolicyRuns returns the runs of one checkpoint, one per variant in
+// order (no variants: the plain run): name for AblationNone, name+nomem,
+// name+knockout for the ablations. Every worker loads its own copy of the
+// policy with opts (Threads defaults to 1: one OpenCV thread per worker).
+func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]RunSpec, error) {
+	sum, err := vision.FileSHA256(path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
+	}
+	if opts.Threads == 0 {
+		opts.Threads = 1
+	}
+	if len(variants) == 0 {
+		variants = []Ablation{AblationNone}
+	}
+	var runs []RunSpec
+	for i, ab := range variants {
+		switch ab {
+		case AblationNone, AblationNoMemory, AblationKnockout:
+		default:
+			return nil, fmt.Errorf("checkpoint %s: unknown ablation %q", path, ab)
+		}
+		if containsAblation(variants[:i], ab) {
+			return nil, fmt.Errorf("checkpoint %s: ablation %s given twice", path, ab)
+		}
+		n := name
+		if ab != AblationNone {
+			n += "+" + string(ab)
+		}
+		load := func() (*policy.Policy, error) { return policy.Load(path, opts) }
+		runs = append(runs, RunSpec{Name: n, Agent: "policy", Checkpoint: filepath.Base(path), CheckpointSHA256: sum, Ablation: ab,
+			loadPolicy: load,
+			NewPlayer: func() (Player, error) {
+				p, err := load()
+				if err != nil {
+					return nil, err
+				}
+				return &policyPlayer{agent: NewPolicyAgent(p), ablation: ab}, nil
+			}})
+	}
+	return runs, nil
+}
+
+type policyPlayer struct {
+	agent    *PolicyAgent
+	ablation Ablation
+}
+
+func (p *policyPlayer) Begin(ep *sim.Episode) (sim.Agent, bool, error) {
+	p.agent.NoMemory = p.ablation == AblationNoMemory
+	p.agent.SetKnockout(0)
+	if p.ablation == AblationKnockout {
+		p.agent.SetKnockout(ep.CueSteps())
+	}
+	return p.agent, false, nil
+}
+
+func (p *policyPlayer) Close() error { return p.agent.Policy().Close() }

@@ -1,0 +1,120 @@
+package eval
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/ttmrobot/ttm/sim"
+)
+
+// Summary returns a markdown report of the ledger, like the paper's
+// success figure as a table: one row per task family, then the five
+// families and the memory tasks together, then everything; one column per
+// run. Timing, if not nil, adds a latency table (which, unlike the rest,
+// changes between runs).
+func Summary(l *Ledger, t *Timing) string {
+	var b strings.Builder
+	s := l.Setup
+	fmt.Fprintf(&b, "# Closed-loop evaluation\n\n")
+	fmt.Fprintf(&b, "%d episodes per task (seeds %d to %d), frames %dx%d, latency %s",
+		s.Episodes, s.Seed, s.Seed+uint64(s.Episodes)-1, s.Height, s.Width, s.Latency)
+	if s.Shard != nil {
+		fmt.Fprintf(&b, ", shard %s only", s.Shard)
+	}
+	b.WriteString(".\n\n")
+	for _, r := range l.Runs {
+		fmt.Fprintf(&b, "- **%s**: %s", r.Name, r.Agent)
+		if r.Checkpoint != "" {
+			fmt.Fprintf(&b, " `%s` (sha256 %.12s)", r.Checkpoint, r.CheckpointSHA256)
+		}
+		if r.Ablation != AblationNone && r.Ablation != "" {
+			fmt.Fprintf(&b, ", ablation %s", r.Ablation)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n## Success rate\n\nSuccess in %, its 95 % Wilson interval, successes/episodes.\n\n")
+	rows := summaryRows(l)
+	table(&b, l, rows, func(st Stats) string {
+		return fmt.Sprintf("%.1f [%.1f, %.1f] %d/%d", 100*st.SuccessRate, 100*st.CILow, 100*st.CIHigh, st.Successes, st.Episodes)
+	})
+	b.WriteString("\n## Steps to success\n\nMean / median number of steps after which the goal first held, over the successful episodes.\n\n")
+	table(&b, l, rows, func(st Stats) string {
+		if st.MeanStepsToSuccess == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f / %.1f", *st.MeanStepsToSuccess, *st.MedianStepsToSuccess)
+	})
+	if t != nil {
+		fmt.Fprintf(&b, "\n## Timing\n\nAgent latency per decision (from timing.json; it varies between runs). Deadline: one period at %g Hz. Wall time %.0f s on %d workers.\n\n",
+			t.Rate, t.WallSeconds, t.Workers)
+		b.WriteString("| run | decisions | mean ms | p50 ms | p99 ms | max ms | deadline misses |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, r := range t.Runs {
+			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %.3f | %.3f | %d |\n", r.Name, r.Decisions, r.MeanMS, r.P50MS, r.P99MS, r.MaxMS, r.DeadlineMisses)
+		}
+	}
+	return b.String()
+}
+
+// summaryRow is one row: a family, a group or everything.
+type summaryRow struct {
+	label string
+	get   func(r *RunLedger) (Stats, bool)
+}
+
+func summaryRows(l *Ledger) []summaryRow {
+	var rows []summaryRow
+	groups := map[string]int{}
+	for _, name := range l.Setup.Tasks {
+		label := name
+		if t, err := sim.TaskByName(name); err == nil && t.Memory {
+			label += " (memory)"
+			groups[GroupMemory]++
+		} else {
+			groups[GroupFamilies]++
+		}
+		rows = append(rows, summaryRow{label, func(r *RunLedger) (Stats, bool) { st, ok := r.PerFamily[name]; return st, ok }})
+	}
+	for _, g := range []string{GroupFamilies, GroupMemory} {
+		if groups[g] < 2 || groups[g] == len(l.Setup.Tasks) {
+			continue // a lone task, or everything: another row says it
+		}
+		label := fmt.Sprintf("**all %d families**", groups[g])
+		if g == GroupMemory {
+			label = fmt.Sprintf("**all %d memory tasks**", groups[g])
+		}
+		rows = append(rows, summaryRow{label, func(r *RunLedger) (Stats, bool) { st, ok := r.Groups[g]; return st, ok }})
+	}
+	rows = append(rows, summaryRow{"**overall**", func(r *RunLedger) (Stats, bool) { return r.Overall, true }})
+	return rows
+}
+
+func table(b *strings.Builder, l *Ledger, rows []summaryRow, cell func(Stats) string) {
+	b.WriteString("| family |")
+	sep := "| --- |"
+	for _, r := range l.Runs {
+		fmt.Fprintf(b, " %s |", r.Name)
+		sep += " --- |"
+	}
+	b.WriteString("\n" + sep + "\n")
+	for _, row := range rows {
+		fmt.Fprintf(b, "| %s |", row.label)
+		for i := range l.Runs {
+			st, ok := row.get(&l.Runs[i])
+			c := "–"
+			if ok {
+				c = cell(st)
+			}
+			fmt.Fprintf(b, " %s |", c)
+		}
+		b.WriteString("\n")
+	}
+}
+
+// WriteSummary writes Summary(l, t) to path.
+func WriteSummary(path string, l *Ledger, t *Timing) error {
+	if err := os.WriteFile(path, []byte(Summary(l, t)), 0o644); err != nil {
+		return fmt.Errorf("write summary: %w", err)
+	}
+	return nil
+}
