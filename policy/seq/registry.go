@@ -1,0 +1,94 @@
+package seq
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/ttmrobot/ttm/ttm"
+)
+
+// modelNames lists the registry, the TTM first (the default).
+var modelNames = []string{"ttm", "ttm-nomem", "erase-add", "concat", "window", "causal", "recurrent", "lstm"}
+
+// Names lists the models New builds, the default ("ttm") first.
+func Names() []string { return append([]string(nil), modelNames...) }
+
+// Interfaces checked at compile time.
+var (
+	_ Model = (*TTM)(nil)
+	_ Model = (*Concat)(nil)
+	_ Model = (*Window)(nil)
+	_ Model = (*Causal)(nil)
+	_ Model = (*Recurrent)(nil)
+	_ Model = (*LSTM)(nil)
+)
+
+// New builds the model called name for c, with zero parameters (call
+// Init or load them).
+func New(name string, c Config) (Model, error) {
+	switch name {
+	case "ttm", "ttm-nomem", "erase-add":
+		return NewTTM(name, c)
+	case "concat":
+		return NewConcat(c)
+	case "window":
+		return NewWindow(c)
+	case "causal":
+		return NewCausal(c)
+	case "recurrent":
+		return NewRecurrent(c)
+	case "lstm":
+		return NewLSTM(c)
+	default:
+		return nil, fmt.Errorf("seq: unknown model %q (have %s)", name, strings.Join(modelNames, ", "))
+	}
+}
+
+// FromJSON rebuilds a model from a checkpoint: its registry name, the
+// configuration its ConfigJSON stored (for the TTM variants the ttm.Config
+// JSON) and its parameters in Specs order (copied). Every problem is an
+// error naming what is wrong: an unknown name, a configuration that does
+// not parse or validate, a parameter count that does not match, a
+// parameter that is not finite.
+func FromJSON(name, configJSON string, params []float32) (Model, error) {
+	var m Model
+	if isTTMName(name) {
+		tc, err := ttm.ParseConfig([]byte(configJSON))
+		if err != nil {
+			return nil, fmt.Errorf("seq %s: %w", name, err)
+		}
+		tm, err := ttm.NewModel(tc)
+		if err != nil {
+			return nil, fmt.Errorf("seq %s: %w", name, err)
+		}
+		if m, err = WrapTTM(name, tm); err != nil {
+			return nil, err
+		}
+	} else {
+		c, err := ParseConfig(name, []byte(configJSON))
+		if err != nil {
+			return nil, err
+		}
+		if m, err = New(name, c); err != nil {
+			return nil, err
+		}
+	}
+	dst := m.Params()
+	if len(params) != len(dst) {
+		return nil, fmt.Errorf("seq %s: %d parameters given, the configuration needs %d", name, len(params), len(dst))
+	}
+	for _, s := range m.Specs() {
+		for i, v := range params[s.Offset : s.Offset+s.Size] {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("seq %s: tensor %s holds %v at element %d", name, s.Name, v, i)
+			}
+		}
+	}
+	copy(dst, params)
+	m.ParamsChanged()
+	return m, nil
+}
+
+// NumParams is the number of float32 parameters of m.
+func NumParams(m Model) int { return len(m.Params()) }
