@@ -31,6 +31,9 @@ type BackboneSpec struct {
 	// Swish says how swish, x·sigmoid(x) (Sigmoid then Mul in the file),
 	// runs. The default, SwishFast, is fastest.
 	Swish SwishMode
+	// Depthwise says how depthwise convolutions (Conv with one filter per
+	// channel) run. The default, DepthwiseFast, is fastest.
+	Depthwise DepthwiseMode
 	// NoLayerFusion turns off OpenCV's layer fusion (Net::enableFusion).
 	NoLayerFusion bool
 }
@@ -102,7 +105,8 @@ func OpenBackbone(spec BackboneSpec, log hclog.Logger) (*Backbone, error) {
 	}
 	b.sha = sha
 	log.Info("backbone loaded", "path", spec.Path, "sha256", sha, "input", fmt.Sprintf("1x3x%dx%d", spec.Height, spec.Width),
-		"output", b.output, "shape", fmt.Sprintf("%dx%dx%d", b.c, b.h, b.w), "film", spec.FiLMInput, "opencv_threads", OpenCVThreads())
+		"output", b.output, "shape", fmt.Sprintf("%dx%dx%d", b.c, b.h, b.w), "film", spec.FiLMInput, "opencv_threads", OpenCVThreads(),
+		"depthwise", spec.Depthwise, "depthwise_kernel", DepthwiseKernel())
 	return b, nil
 }
 
@@ -121,7 +125,7 @@ func (s *BackboneSpec) check() error {
 	case s.Threads < 0 || s.Threads > 256:
 		return fmt.Errorf("backbone: %d threads", s.Threads)
 	}
-	return nil
+	return s.Depthwise.check()
 }
 
 // MaxBackboneSide bounds the backbone input's height and width.
@@ -156,7 +160,9 @@ func openModel(spec BackboneSpec, m *onnx.Model, log hclog.Logger) (*Backbone, e
 	if err := exposeOutput(m.Graph, output); err != nil {
 		return nil, err
 	}
-	rewrites, err := PrepareONNX(m, PrepareOptions{Inputs: pins, ImageInput: image, Output: output, SwishOp: spec.Swish.op()})
+	opts := PrepareOptions{Inputs: pins, ImageInput: image, Output: output, SwishOp: spec.Swish.op()}
+	spec.Depthwise.prepare(&opts)
+	rewrites, err := PrepareONNX(m, opts)
 	if err != nil {
 		return nil, err
 	}

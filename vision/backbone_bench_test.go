@@ -14,12 +14,16 @@ import (
 // BenchmarkBackbone measures one frame through OpenCV DNN: B0 at 224x224
 // and B3 at 300x300, with 1 and 2 OpenCV threads, with swish fused into
 // this package's TTMSwish layer (the default), into OpenCV's own Swish
-// layer, and left as Sigmoid then Mul, and with OpenCV's layer fusion off. Run with -benchmem: Run must report 0
-// allocs/op. Besides the mean (ns/op) it reports the fastest and the
-// median frame, which move less with other load, and the CPU time per
+// layer, and left as Sigmoid then Mul, with OpenCV's layer fusion off, and
+// with the depthwise convolutions left to OpenCV's Convolution layer
+// instead of TTMDepthwise (opencv-depthwise). Run with -benchmem: Run must
+// report 0 allocs/op. Besides the mean (ns/op) it reports the fastest and
+// the median frame, which move less with other load, the CPU time per
 // frame summed over OpenCV's threads (cpu-ms), which measures the work
-// whatever the load. With -v it logs where OpenCV spent the last frame, by layer
-// type.
+// whatever the load, and the time of the depthwise convolutions and their
+// swish in the last frame's profile (dw-ms). BenchmarkBackboneDepthwise
+// compares the depthwise modes frame by frame. With -v it logs where
+// OpenCV spent the last frame, by layer type.
 //
 //	go test -run '^$' -bench Backbone -benchmem -benchtime 10x ./vision
 func BenchmarkBackbone(b *testing.B) {
@@ -39,6 +43,7 @@ func BenchmarkBackbone(b *testing.B) {
 		{"opencv-swish", func(s *BackboneSpec) { s.Swish = SwishOpenCV }},
 		{"sigmoid-mul", func(s *BackboneSpec) { s.Swish = SwishUnfused }},
 		{"no-layer-fusion", func(s *BackboneSpec) { s.NoLayerFusion = true }},
+		{"opencv-depthwise", func(s *BackboneSpec) { s.Depthwise = DepthwiseOpenCV }},
 	}
 	defer SetOpenCVThreads(0)
 	for _, n := range nets {
@@ -89,6 +94,7 @@ func BenchmarkBackbone(b *testing.B) {
 					b.ReportMetric(ms(times[0]), "min-ms")
 					b.ReportMetric(ms(times[len(times)/2]), "median-ms")
 					ts := bb.LayerTimings()
+					b.ReportMetric(ms(depthwiseTime(ts)), "dw-ms")
 					b.Log(profileSummary(ts))
 					b.Log(profileByPart(ts))
 				})

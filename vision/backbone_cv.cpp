@@ -1,5 +1,6 @@
 // C shim over cv::dnn for the backbone; see backbone_cv.h.
 #include "backbone_cv.h"
+#include "depthwise_cv.h"
 
 #include <cstdlib>
 #include <algorithm>
@@ -53,8 +54,11 @@ struct quiet {
     ~quiet() { cv::utils::logging::setLogLevel(old); }
 };
 
-// FastSwishLayer is swish, x * sigmoid(x) = x / (1 + exp(-x)), with the
-// exponentials computed by OpenCV's vectorised cv::hal::exp32f. OpenCV
+// FastSwishLayer is swish, x * sigmoid(x) = x / (1 + exp(-x)), computed by
+// ttm_swish_fast (depthwise_cv.cpp: AVX-512 or AVX2 exp and reciprocal,
+// chosen at run time; on other CPUs swish below, with the exponentials
+// computed by OpenCV's vectorised cv::hal::exp32f and the rest in loops
+// that -O2 leaves scalar, about 2.5 ns a value). OpenCV
 // 4.6's own Swish layer calls the scalar expf per element, which made
 // activations a third of EfficientNet's time. It is deliberately not an
 // ActivationLayer: OpenCV would fuse it into the preceding convolution,
@@ -96,7 +100,7 @@ public:
             cv::parallel_for_(cv::Range(0, (n + chunk - 1) / chunk), [&](const cv::Range& r) {
                 for (int c = r.start; c < r.end; c++) {
                     int lo = c * chunk;
-                    swish(s + lo, d + lo, std::min(chunk, n - lo));
+                    ttm_swish_fast(s + lo, d + lo, std::min(chunk, n - lo));
                 }
             });
         }
@@ -118,9 +122,12 @@ public:
     }
 };
 
+void ttm_swish(const float* src, float* dst, int n) { FastSwishLayer::swish(src, dst, n); }
+
 static void register_layers() {
     static bool done = [] {
         cv::dnn::LayerFactory::registerLayer("TTMSwish", FastSwishLayer::create);
+        ttm_register_depthwise();
         return true;
     }();
     (void)done;

@@ -44,4 +44,5 @@ func ExampleOpenBackbone() {
 	// Output:
 	// features 1280 2 2
 	// rewrite swish-fusion
+	// rewrite depthwise
 }

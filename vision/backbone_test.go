@@ -319,7 +319,10 @@ func TestRunDoesNotAllocate(t *testing.T) {
 // TestSwishModes runs B0 with each way of computing swish: the numbers must
 // agree with the Go reference, and OpenCV's profile shows the layers each
 // mode creates (OpenCV's Swish layers fused into the convolutions, taking
-// no time of their own).
+// no time of their own). The depthwise convolutions stay OpenCV's here
+// (a TTMDepthwise layer takes in the TTMSwish after it, and cannot take
+// in OpenCV's Swish); depthwise_backbone_test.go counts the layers with
+// TTMDepthwise.
 func TestSwishModes(t *testing.T) {
 	g := generate(t, EfficientNetConfig{Variant: "b0", Height: 96, Width: 96, Seed: 3})
 	path := g.write(t)
@@ -338,7 +341,7 @@ func TestSwishModes(t *testing.T) {
 		{SwishUnfused, map[string]int{"Sigmoid": 49 + 16, "TTMSwish": 0, "Swish": 0}, ""},
 	}
 	for _, c := range cases {
-		b := openTest(t, BackboneSpec{Path: path, Height: 96, Width: 96, Swish: c.mode})
+		b := openTest(t, BackboneSpec{Path: path, Height: 96, Width: 96, Swish: c.mode, Depthwise: DepthwiseOpenCV})
 		got := run(t, b, img, nil)
 		if d := maxDiff(got, want); d > 1e-4 {
 			t.Errorf("swish mode %d: differs from the Go reference by %g", c.mode, d)
@@ -384,8 +387,8 @@ func TestSHAAndRewritesReported(t *testing.T) {
 		t.Errorf("SHA256() = %s, want %s", b.SHA256(), g.sha)
 	}
 	rs := b.Rewrites()
-	if len(rs) != 1 || rs[0].Kind != RewriteSwish {
-		t.Errorf("rewrites of a generated graph: %v, want only the swish fusion", rs)
+	if len(rs) != 2 || rs[0].Kind != RewriteSwish || rs[1].Kind != RewriteDepthwise {
+		t.Errorf("rewrites of a generated graph: %v, want the swish fusion and the depthwise layers", rs)
 	}
 	if h, w := b.InputShape(); h != 96 || w != 96 {
 		t.Errorf("InputShape %dx%d", h, w)
@@ -393,3 +396,35 @@ func TestSHAAndRewritesReported(t *testing.T) {
 }
 
 func osMkdirTemp() (string, error) { return os.MkdirTemp("", "ttm-vision-") }
+
+// TestTruncatedBackbone: a graph cut after 7 blocks gives, at its output,
+// the features the full graph has at that block, and is a smaller file.
+func TestTruncatedBackbone(t *testing.T) {
+	cfg := EfficientNetConfig{Variant: "b0", Seed: 3, Height: 64, Width: 80}
+	full := generate(t, cfg)
+	cfg.Blocks = 7
+	cut := generate(t, cfg)
+	if c, h, w := cut.net.FeatureShape(); c != 80 || h != 4 || w != 5 {
+		t.Errorf("truncated FeatureShape %dx%dx%d, want 80x4x5", c, h, w)
+	}
+	layer := cut.net.BlockOutput(6)
+	if layer != "blocks.6/add" {
+		t.Errorf("block 7's output is %q, want blocks.6/add", layer)
+	}
+	fullB := openTest(t, BackboneSpec{Path: full.write(t), Height: 64, Width: 80, Layer: layer})
+	cutB := openTest(t, BackboneSpec{Path: cut.write(t), Height: 64, Width: 80})
+	if c, h, w := cutB.OutputShape(); c != 80 || h != 4 || w != 5 {
+		t.Fatalf("truncated output %dx%dx%d, want 80x4x5", c, h, w)
+	}
+	img := syntheticImage(rand.New(rand.NewPCG(4, 4)), 64, 80)
+	a, b := run(t, fullB, img, nil), run(t, cutB, img, nil)
+	_, _, maxAbs := moments(a)
+	if d := maxDiff(a, b); d > 1e-5*(1+maxAbs) {
+		t.Errorf("truncated and full graphs differ by %g at %s", d, layer)
+	}
+	fb, _, _ := full.net.ONNX()
+	cb, _, _ := cut.net.ONNX()
+	if len(cb)*4 > len(fb) {
+		t.Errorf("truncated file %d bytes, full %d: expected far smaller", len(cb), len(fb))
+	}
+}

@@ -36,6 +36,7 @@ const (
 	RewriteGemm           = "gemm-attributes"     // Gemm alpha, beta folded into the constants, B stored for transB=1
 	RewriteOutputShape    = "output-shape"        // graph outputs given the shape OpenCV asserts they have
 	RewriteSwish          = "swish-fusion"        // Sigmoid(x)*x to OpenCV's Swish layer
+	RewriteDepthwise      = "depthwise"           // Conv with group = channels to the TTMDepthwise layer
 	RewriteDeadCode       = "dead-code"           // nodes and initializers nothing reads
 )
 
@@ -53,6 +54,14 @@ type PrepareOptions struct {
 	// SwishOp is the op type Sigmoid+Mul pairs are fused into: "TTMSwish"
 	// (this package's fast layer) or "Swish" (OpenCV's); "" keeps them.
 	SwishOp string
+	// DepthwiseOp is the op type depthwise Convs (group = input channels =
+	// output channels, dilation 1, constant weights) are turned into:
+	// DepthwiseOp (this package's layer) or "" to keep them.
+	DepthwiseOp string
+	// DepthwiseSeparateSwish keeps a TTMSwish that follows a depthwise
+	// convolution as its own layer instead of fusing it into the
+	// DepthwiseOp node.
+	DepthwiseSeparateSwish bool
 }
 
 // PrepareONNX rewrites a model in place into a form OpenCV 4.6 DNN imports
@@ -81,6 +90,7 @@ func PrepareONNX(m *onnx.Model, opts PrepareOptions) ([]Rewrite, error) {
 		addOperandOrder,
 		swishFusion,
 		outputShapes,
+		depthwiseConvs, // last: shape inference does not know the layer
 	}
 	for _, pass := range passes {
 		r, err := pass(indexGraph(m.Graph), opts)
@@ -747,4 +757,132 @@ func swishFusion(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		return nil, nil
 	}
 	return []Rewrite{{RewriteSwish, first, fmt.Sprintf("%d Sigmoid+Mul pairs fused into %s layers", count, opts.SwishOp)}}, nil
+}
+
+// depthwiseConvs turns depthwise Convs into nodes of type opts.DepthwiseOp
+// (see DepthwiseOp): same inputs, attributes kernel, strides and explicit
+// pads (auto_pad SAME_UPPER/SAME_LOWER/VALID resolved from the input
+// shape; SAME_LOWER puts the odd padding row and column first, as ONNX
+// says, where OpenCV 4.6's own convolution puts them last). A TTMSwish
+// that is the convolution's only reader is fused into the node
+// (activation "swish"), unless opts.DepthwiseSeparateSwish. Convs the
+// layer cannot run (dilation, non-float or computed weights, unknown input
+// shape, sizes beyond the layer's limits) are left to OpenCV.
+func depthwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
+	if opts.DepthwiseOp == "" {
+		return nil, nil
+	}
+	dead := map[*onnx.Node]bool{}
+	count, fused := 0, 0
+	first := ""
+	for _, n := range x.g.Nodes {
+		attrs := depthwiseAttributes(x, n)
+		if attrs == nil {
+			continue
+		}
+		n.OpType = opts.DepthwiseOp
+		n.Attributes = attrs
+		if len(n.Inputs) == 3 && n.Inputs[2] == "" {
+			n.Inputs = n.Inputs[:2]
+		}
+		if count == 0 {
+			first = nodeName(n)
+		}
+		count++
+		out := n.Outputs[0]
+		if cs := x.consumers[out]; !opts.DepthwiseSeparateSwish && len(cs) == 1 && !x.outputs[out] &&
+			cs[0].OpType == "TTMSwish" && len(cs[0].Inputs) == 1 && len(cs[0].Outputs) == 1 && !dead[cs[0]] {
+			n.Outputs = []string{cs[0].Outputs[0]}
+			n.SetAttr(onnx.StringAttr("activation", "swish"))
+			dead[cs[0]] = true
+			fused++
+		}
+	}
+	removeNodes(x.g, dead)
+	if count == 0 {
+		return nil, nil
+	}
+	return []Rewrite{{RewriteDepthwise, first, fmt.Sprintf("%d depthwise Conv nodes to %s layers, %d with the TTMSwish after them fused", count, opts.DepthwiseOp, fused)}}, nil
+}
+
+// Limits of the TTMDepthwise layer (depthwise_cv.cpp).
+const (
+	depthwiseMaxKernel = 64
+	depthwiseMaxStride = 64
+	depthwiseMaxPad    = 1 << 12
+)
+
+// depthwiseAttributes returns the TTMDepthwise attributes of a Conv the
+// layer can run, nil for any other node.
+func depthwiseAttributes(x *graphIndex, n *onnx.Node) []*onnx.Attribute {
+	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 {
+		return nil
+	}
+	w := x.consts[n.Inputs[1]]
+	if w == nil || w.DataType != onnx.Float || len(w.Dims) != 4 || w.Dims[1] != 1 {
+		return nil
+	}
+	c, kh, kw := w.Dims[0], w.Dims[2], w.Dims[3]
+	in := x.shapes[n.Inputs[0]]
+	if len(in) != 4 || in[1] != c || n.AttrInt("group", 1) != c || c < 1 ||
+		kh < 1 || kw < 1 || kh > depthwiseMaxKernel || kw > depthwiseMaxKernel {
+		return nil
+	}
+	if len(n.Inputs) == 3 && n.Inputs[2] != "" {
+		b := x.consts[n.Inputs[2]]
+		if b == nil || b.DataType != onnx.Float || dimsProduct(b.Dims) != c {
+			return nil
+		}
+	}
+	if k := n.AttrInts("kernel_shape"); k != nil && !slices.Equal(k, []int64{kh, kw}) {
+		return nil
+	}
+	for _, d := range n.AttrInts("dilations") {
+		if d != 1 {
+			return nil
+		}
+	}
+	strides := n.AttrInts("strides")
+	if strides == nil {
+		strides = []int64{1, 1}
+	}
+	if len(strides) != 2 || min(strides[0], strides[1]) < 1 || max(strides[0], strides[1]) > depthwiseMaxStride {
+		return nil
+	}
+	var pads []int64
+	switch n.AttrString("auto_pad", "NOTSET") {
+	case "NOTSET":
+		pads = n.AttrInts("pads")
+		if pads == nil {
+			pads = make([]int64, 4)
+		}
+	case "VALID":
+		pads = make([]int64, 4)
+	case "SAME_UPPER", "SAME_LOWER":
+		pads = make([]int64, 4)
+		for i, k := range []int64{kh, kw} {
+			size, s := in[2+i], strides[i]
+			total := max(((size+s-1)/s-1)*s+k-size, 0)
+			small, big := total/2, total-total/2
+			if n.AttrString("auto_pad", "") == "SAME_UPPER" {
+				pads[i], pads[i+2] = small, big
+			} else {
+				pads[i], pads[i+2] = big, small
+			}
+		}
+	default:
+		return nil
+	}
+	if len(pads) != 4 || slices.Min(pads) < 0 || slices.Max(pads) > depthwiseMaxPad {
+		return nil
+	}
+	// Both output sides at least 1.
+	if in[2]+pads[0]+pads[2] < kh || in[3]+pads[1]+pads[3] < kw {
+		return nil
+	}
+	return []*onnx.Attribute{
+		onnx.IntsAttr("kernel", kh, kw),
+		onnx.IntsAttr("strides", strides...),
+		onnx.IntsAttr("pads", pads...),
+	}
 }

@@ -1,0 +1,635 @@
+// TTMDepthwise: depthwise 2-D convolution (every channel convolved with its
+// own kh x kw kernel) as an OpenCV DNN layer, optionally followed by swish.
+// OpenCV 4.6 runs EfficientNet's depthwise convolutions at about 0.5-2
+// GMAC/s; this layer is what the backbone rewrites them into (see
+// depthwiseConvs in onnxcheck_rewrite.go).
+//
+// Shapes: input (N, C, H, W) float32, weights (C, 1, kh, kw), bias (C),
+// output (N, C, Ho, Wo) with Ho = (H + pt + pb - kh) / sh + 1 and
+// Wo = (W + pl + pr - kw) / sw + 1 (pads top, left, bottom, right; any
+// kernel size, any stride, dilation 1).
+//
+// Method, per channel (channels are split across OpenCV's thread pool):
+//  1. The channel is copied, zero-padded, into sh x sw "phase planes":
+//     plane (ry, cx) holds the padded pixels (r*sh + ry, j*sw + cx), for
+//     Hr = Ho + (kh-1)/sh rows and L = Wo + (kw-1)/sw columns. Then output
+//     (oy, ox) reads tap (ky, kx) at plane (ky%sh, kx%sw), position
+//     (oy + ky/sh, ox + kx/sw): with stride 2 as with stride 1, each tap
+//     reads a contiguous run of memory.
+//  2. Numbering the outputs i = oy*L + ox (L - Wo columns per row computed
+//     and thrown away), each tap t reads plane[off[t] + i]: the whole
+//     channel is one long loop out[i] = bias + sum_t w[t] * src[off[t]+i],
+//     vectorised across i, with the accumulators in registers over all
+//     taps. Small maps (7x7) keep their vectors full this way.
+//  3. The rows are copied to the output, and swish applied if fused.
+// The loops of steps 1-3 exist for AVX-512F, AVX2+FMA and portable C++
+// (compiled with the package's flags, -O2 and no -m options): the best
+// set the CPU runs is picked at run time (ttm_depthwise_set_isa can force
+// another, for tests), so one binary runs on any x86-64.
+#include "depthwise_cv.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define TTM_DW_X86 1
+#endif
+
+namespace {
+
+// The inner loops, one set per instruction set:
+//   taps:   out[i] = bias + sum_{t < ntaps} w[t] * src[off[t] + i] for
+//           0 <= i < n, n a multiple of 16;
+//   split2: even[j] = src[2j], odd[j] = src[2j+1] for j < n;
+//   swish:  dst[i] = src[i] / (1 + exp(-src[i])) for i < n.
+struct dw_ops {
+    void (*taps)(float* out, const float* src, const int* off, const float* w, int ntaps, float bias, int n);
+    void (*split2)(const float* src, float* even, float* odd, int n);
+    void (*swish)(const float* src, float* dst, int n);
+};
+
+void taps_generic(float* out, const float* src, const int* off, const float* w, int ntaps, float bias, int n) {
+    for (int i = 0; i < n; i += 16) {
+        float acc[16];
+        for (int j = 0; j < 16; j++) {
+            acc[j] = bias;
+        }
+        for (int t = 0; t < ntaps; t++) {
+            const float* s = src + off[t] + i;
+            const float wt = w[t];
+            for (int j = 0; j < 16; j++) {
+                acc[j] += wt * s[j];
+            }
+        }
+        std::memcpy(out + i, acc, sizeof acc);
+    }
+}
+
+void split2_generic(const float* src, float* even, float* odd, int n) {
+    for (int j = 0; j < n; j++) {
+        even[j] = src[2 * j];
+        odd[j] = src[2 * j + 1];
+    }
+}
+
+// The generic swish is TTMSwish's (cv::hal::exp32f).
+void swish_generic(const float* src, float* dst, int n) { ttm_swish(src, dst, n); }
+
+#ifdef TTM_DW_X86
+// Constants of expf as in Cephes (also OpenCV's and Eigen's): exp(x) =
+// 2^n · p(r) with n = round(x·log2 e), r = x - n·ln 2 in two parts, p a
+// degree-7 polynomial; about 1 ulp.
+const float exp_hi = 88.3762626647949f, exp_lo = -87.3365447505531f, log2e = 1.44269504088896341f,
+            ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
+const float exp_p[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
+                        4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
+
+// U accumulators of 8 floats over all taps.
+template <int U>
+__attribute__((target("avx2,fma"), always_inline)) inline void taps_block_avx2(float* out, const float* src,
+                                                                               const int* off, const float* w,
+                                                                               int ntaps, float bias) {
+    __m256 acc[U];
+#pragma GCC unroll 16
+    for (int u = 0; u < U; u++) {
+        acc[u] = _mm256_set1_ps(bias);
+    }
+    for (int t = 0; t < ntaps; t++) {
+        const float* s = src + off[t];
+        const __m256 wt = _mm256_set1_ps(w[t]);
+#pragma GCC unroll 16
+        for (int u = 0; u < U; u++) {
+            acc[u] = _mm256_fmadd_ps(wt, _mm256_loadu_ps(s + 8 * u), acc[u]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int u = 0; u < U; u++) {
+        _mm256_storeu_ps(out + 8 * u, acc[u]);
+    }
+}
+
+__attribute__((target("avx2,fma"))) void taps_avx2(float* out, const float* src, const int* off, const float* w,
+                                                  int ntaps, float bias, int n) {
+    int i = 0;
+    for (; i + 64 <= n; i += 64) {
+        taps_block_avx2<8>(out + i, src + i, off, w, ntaps, bias);
+    }
+    for (; i + 32 <= n; i += 32) {
+        taps_block_avx2<4>(out + i, src + i, off, w, ntaps, bias);
+    }
+    for (; i < n; i += 16) {
+        taps_block_avx2<2>(out + i, src + i, off, w, ntaps, bias);
+    }
+}
+
+__attribute__((target("avx2,fma"))) void split2_avx2(const float* src, float* even, float* odd, int n) {
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 a = _mm256_loadu_ps(src + 2 * j), b = _mm256_loadu_ps(src + 2 * j + 8);
+        // [a0 a2 b0 b2 | a4 a6 b4 b6] and [a1 a3 b1 b3 | a5 a7 b5 b7], then
+        // the 64-bit pairs in order 0 2 1 3.
+        const __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+        const __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+        _mm256_storeu_ps(even + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0))));
+        _mm256_storeu_ps(odd + j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0))));
+    }
+    split2_generic(src + 2 * j, even + j, odd + j, n - j);
+}
+
+// swish8 is x / (1 + exp(-x)); a NaN stays NaN.
+__attribute__((target("avx2,fma"), always_inline)) inline __m256 swish8(__m256 x) {
+    // max/min return their second operand when one is NaN.
+    __m256 z = _mm256_min_ps(_mm256_set1_ps(exp_hi), _mm256_max_ps(_mm256_set1_ps(exp_lo), _mm256_sub_ps(_mm256_setzero_ps(), x)));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ln2_hi), z);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ln2_lo), r);
+    __m256 p = _mm256_set1_ps(exp_p[0]);
+    for (int k = 1; k < 6; k++) {
+        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[k]));
+    }
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+    // 2^n by the exponent bits: n is within -127..128 after the clamp.
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    p = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    // x / d as x * (1/d), the reciprocal's 12 bits refined by one Newton
+    // step (twice the bits); d = 1 + exp(-x) >= 1.
+    const __m256 d = _mm256_add_ps(_mm256_set1_ps(1.f), p);
+    __m256 q = _mm256_rcp_ps(d);
+    q = _mm256_mul_ps(q, _mm256_fnmadd_ps(d, q, _mm256_set1_ps(2.f)));
+    return _mm256_mul_ps(x, q);
+}
+
+__attribute__((target("avx2,fma"))) void swish_avx2(const float* src, float* dst, int n) {
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        _mm256_storeu_ps(dst + i, swish8(_mm256_loadu_ps(src + i)));
+    }
+    if (i < n) {
+        float tmp[8] = {0};
+        std::memcpy(tmp, src + i, sizeof(float) * (n - i));
+        _mm256_storeu_ps(tmp, swish8(_mm256_loadu_ps(tmp)));
+        std::memcpy(dst + i, tmp, sizeof(float) * (n - i));
+    }
+}
+
+// U accumulators of 16 floats over all taps.
+template <int U>
+__attribute__((target("avx512f"), always_inline)) inline void taps_block_avx512(float* out, const float* src,
+                                                                               const int* off, const float* w,
+                                                                               int ntaps, float bias) {
+    __m512 acc[U];
+#pragma GCC unroll 16
+    for (int u = 0; u < U; u++) {
+        acc[u] = _mm512_set1_ps(bias);
+    }
+    for (int t = 0; t < ntaps; t++) {
+        const float* s = src + off[t];
+        const __m512 wt = _mm512_set1_ps(w[t]);
+#pragma GCC unroll 16
+        for (int u = 0; u < U; u++) {
+            acc[u] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(s + 16 * u), acc[u]);
+        }
+    }
+#pragma GCC unroll 16
+    for (int u = 0; u < U; u++) {
+        _mm512_storeu_ps(out + 16 * u, acc[u]);
+    }
+}
+
+__attribute__((target("avx512f"))) void taps_avx512(float* out, const float* src, const int* off, const float* w,
+                                                   int ntaps, float bias, int n) {
+    int i = 0;
+    for (; i + 128 <= n; i += 128) {
+        taps_block_avx512<8>(out + i, src + i, off, w, ntaps, bias);
+    }
+    for (; i + 64 <= n; i += 64) {
+        taps_block_avx512<4>(out + i, src + i, off, w, ntaps, bias);
+    }
+    for (; i + 32 <= n; i += 32) {
+        taps_block_avx512<2>(out + i, src + i, off, w, ntaps, bias);
+    }
+    for (; i < n; i += 16) {
+        taps_block_avx512<1>(out + i, src + i, off, w, ntaps, bias);
+    }
+}
+
+__attribute__((target("avx512f"))) void split2_avx512(const float* src, float* even, float* odd, int n) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        const __m512 a = _mm512_loadu_ps(src + 2 * j), b = _mm512_loadu_ps(src + 2 * j + 16);
+        _mm512_storeu_ps(even + j, _mm512_permutex2var_ps(a, ie, b));
+        _mm512_storeu_ps(odd + j, _mm512_permutex2var_ps(a, io, b));
+    }
+    if (j < n) {
+        // m < 16 outputs from 2m inputs, through masks.
+        const int m = n - j;
+        const __mmask16 lo = (__mmask16)(m >= 8 ? 0xffffu : (1u << (2 * m)) - 1);
+        const __mmask16 hi = (__mmask16)(m > 8 ? (1u << (2 * m - 16)) - 1 : 0u);
+        const __mmask16 out = (__mmask16)((1u << m) - 1);
+        const __m512 a = _mm512_maskz_loadu_ps(lo, src + 2 * j), b = _mm512_maskz_loadu_ps(hi, src + 2 * j + 16);
+        _mm512_mask_storeu_ps(even + j, out, _mm512_permutex2var_ps(a, ie, b));
+        _mm512_mask_storeu_ps(odd + j, out, _mm512_permutex2var_ps(a, io, b));
+    }
+}
+
+__attribute__((target("avx512f"), always_inline)) inline __m512 swish16(__m512 x) {
+    __m512 z = _mm512_min_ps(_mm512_set1_ps(exp_hi), _mm512_max_ps(_mm512_set1_ps(exp_lo), _mm512_sub_ps(_mm512_setzero_ps(), x)));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_hi), z);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_lo), r);
+    __m512 p = _mm512_set1_ps(exp_p[0]);
+    for (int k = 1; k < 6; k++) {
+        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[k]));
+    }
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+    p = _mm512_scalef_ps(p, n);
+    // x / d as x * (1/d), the reciprocal's 14 bits refined by one Newton
+    // step; d = 1 + exp(-x) >= 1.
+    const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.f), p);
+    __m512 q = _mm512_rcp14_ps(d);
+    q = _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.f)));
+    return _mm512_mul_ps(x, q);
+}
+
+__attribute__((target("avx512f"))) void swish_avx512(const float* src, float* dst, int n) {
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        _mm512_storeu_ps(dst + i, swish16(_mm512_loadu_ps(src + i)));
+    }
+    if (i < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(dst + i, m, swish16(_mm512_maskz_loadu_ps(m, src + i)));
+    }
+}
+#endif
+
+bool isa_supported(int isa) {
+#ifdef TTM_DW_X86
+    __builtin_cpu_init();  // idempotent; needed if called before libgcc's constructors
+#endif
+    switch (isa) {
+        case TTM_DW_GENERIC:
+            return true;
+#ifdef TTM_DW_X86
+        // libgcc's checks include the OS's support of the AVX state (XCR0).
+        case TTM_DW_AVX2:
+            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+        case TTM_DW_AVX512:
+            return __builtin_cpu_supports("avx512f");
+#endif
+    }
+    return false;
+}
+
+int best_isa() {
+    for (int isa : {TTM_DW_AVX512, TTM_DW_AVX2}) {
+        if (isa_supported(isa)) {
+            return isa;
+        }
+    }
+    return TTM_DW_GENERIC;
+}
+
+std::atomic<int>& current_isa() {
+    static std::atomic<int> isa(best_isa());
+    return isa;
+}
+
+dw_ops ops_for(int isa) {
+    switch (isa) {
+#ifdef TTM_DW_X86
+        case TTM_DW_AVX2:
+            return dw_ops{taps_avx2, split2_avx2, swish_avx2};
+        case TTM_DW_AVX512:
+            return dw_ops{taps_avx512, split2_avx512, swish_avx512};
+#endif
+    }
+    return dw_ops{taps_generic, split2_generic, swish_generic};
+}
+
+// Per-thread work memory, grown as needed and kept: the layer allocates
+// nothing once every thread has seen the largest layer.
+struct scratch {
+    std::vector<float> planes, out, row;
+};
+thread_local scratch tls;
+
+// DW_FAIL throws the layer's error message; the shim's guard turns it into
+// a Go error.
+#define DW_FAIL(what)                                                  \
+    do {                                                               \
+        std::ostringstream msg_;                                       \
+        msg_ << "TTMDepthwise layer " << name << ": " << what;         \
+        throw std::invalid_argument(msg_.str());                       \
+    } while (0)
+
+// Largest kernel side, stride and padding the layer accepts.
+const int max_kernel = 64, max_stride = 64, max_pad = 1 << 12;
+
+class DepthwiseLayer CV_FINAL : public cv::dnn::Layer {
+public:
+    explicit DepthwiseLayer(const cv::dnn::LayerParams& p) {
+        setParamsFrom(p);
+        if (blobs.size() != 1 && blobs.size() != 2) {
+            DW_FAIL("has " << blobs.size()
+                           << " constant inputs; it needs the weights (C, 1, kh, kw) and optionally the bias (C)");
+        }
+        const cv::Mat& wt = blobs[0];
+        if (wt.dims != 4 || wt.type() != CV_32F || wt.size[1] != 1 || wt.size[0] < 1) {
+            DW_FAIL("weights are " << describe(wt) << ", want float32 (C, 1, kh, kw)");
+        }
+        channels_ = wt.size[0];
+        kh_ = wt.size[2];
+        kw_ = wt.size[3];
+        if (kh_ < 1 || kw_ < 1 || kh_ > max_kernel || kw_ > max_kernel) {
+            DW_FAIL("kernel " << kh_ << "x" << kw_ << " outside 1.." << max_kernel);
+        }
+        if (blobs.size() == 2) {
+            const cv::Mat& b = blobs[1];
+            if (b.type() != CV_32F || (int)b.total() != channels_) {
+                DW_FAIL("bias has " << b.total() << (b.type() == CV_32F ? "" : " non-float32") << " values, want "
+                                    << channels_);
+            }
+        }
+        std::vector<int> k = ints(p, "kernel", nullptr, 2, kh_);
+        if (k[0] != kh_ || k[1] != kw_) {
+            DW_FAIL("attribute kernel " << k[0] << "x" << k[1] << " does not match the weights' " << kh_ << "x"
+                                        << kw_);
+        }
+        std::vector<int> s = ints(p, "strides", "stride", 2, 1);
+        std::vector<int> pads = ints(p, "pads", "pad", 4, 0);
+        sh_ = s[0];
+        sw_ = s[1];
+        if (sh_ < 1 || sw_ < 1 || sh_ > max_stride || sw_ > max_stride) {
+            DW_FAIL("strides " << sh_ << "," << sw_ << " outside 1.." << max_stride);
+        }
+        for (int v : pads) {
+            if (v < 0 || v > max_pad) {
+                DW_FAIL("pads " << pads[0] << "," << pads[1] << "," << pads[2] << "," << pads[3] << " outside 0.."
+                                << max_pad);
+            }
+        }
+        pt_ = pads[0];
+        pl_ = pads[1];
+        pb_ = pads[2];
+        pr_ = pads[3];
+        if (p.has("activation") && !p.get("activation").isString()) {
+            DW_FAIL("attribute activation must be a string");
+        }
+        std::string act = p.get<cv::String>("activation", "");
+        if (act == "swish") {
+            swish_ = true;
+        } else if (act != "" && act != "none") {
+            DW_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
+        }
+    }
+
+    static cv::Ptr<cv::dnn::Layer> create(cv::dnn::LayerParams& p) {
+        return cv::Ptr<cv::dnn::Layer>(new DepthwiseLayer(p));
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE { return backendId == cv::dnn::DNN_BACKEND_OPENCV; }
+
+    bool getMemoryShapes(const std::vector<cv::dnn::MatShape>& inputs, const int,
+                         std::vector<cv::dnn::MatShape>& outputs,
+                         std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
+        if (inputs.size() != 1) {
+            DW_FAIL("has " << inputs.size() << " computed inputs, want 1");
+        }
+        const cv::dnn::MatShape& in = inputs[0];
+        if (in.size() != 4) {
+            DW_FAIL("input has " << in.size() << " dimensions, want 4 (N, C, H, W)");
+        }
+        if (in[1] != channels_) {
+            DW_FAIL("input has " << in[1] << " channels, the weights " << channels_);
+        }
+        int ho = out_size(in[2], kh_, sh_, pt_, pb_), wo = out_size(in[3], kw_, sw_, pl_, pr_);
+        if (ho < 1 || wo < 1) {
+            DW_FAIL("input " << in[2] << "x" << in[3] << " with pads " << pt_ << "," << pl_ << "," << pb_ << ","
+                             << pr_ << " is smaller than the kernel " << kh_ << "x" << kw_);
+        }
+        if ((double)sh_ * sw_ * (ho + kh_) * (wo + kw_) > (double)(1 << 30)) {
+            DW_FAIL("input " << in[2] << "x" << in[3] << " is too large");
+        }
+        outputs.assign(1, cv::dnn::MatShape{in[0], in[1], ho, wo});
+        return false;
+    }
+
+    void forward(cv::InputArrayOfArrays in_arr, cv::OutputArrayOfArrays out_arr,
+                 cv::OutputArrayOfArrays) CV_OVERRIDE {
+        std::vector<cv::Mat> inputs, outputs;
+        in_arr.getMatVector(inputs);
+        out_arr.getMatVector(outputs);
+        CV_Assert(inputs.size() == 1 && outputs.size() == 1);
+        const cv::Mat& src = inputs[0];
+        cv::Mat& dst = outputs[0];
+        CV_Assert(src.type() == CV_32F && dst.type() == CV_32F && src.isContinuous() && dst.isContinuous() &&
+                  src.dims == 4 && dst.dims == 4 && src.size[1] == channels_);
+        geometry(src.size[2], src.size[3]);
+        CV_Assert(dst.size[0] == src.size[0] && dst.size[1] == channels_ && dst.size[2] == ho_ &&
+                  dst.size[3] == wo_);
+        const dw_ops ops = ops_for(current_isa().load(std::memory_order_relaxed));
+        const float* x = src.ptr<float>();
+        float* y = dst.ptr<float>();
+        const float* w = blobs[0].ptr<float>();
+        const float* bias = blobs.size() == 2 ? blobs[1].ptr<float>() : nullptr;
+        const int planes = src.size[0] * channels_;
+        const int stripes = std::min(planes, 4 * std::max(1, cv::getNumThreads()));
+        cv::parallel_for_(
+            cv::Range(0, planes),
+            [&](const cv::Range& r) {
+                scratch& s = tls;
+                if (s.planes.size() < planes_len_) {
+                    s.planes.resize(planes_len_);
+                }
+                if (s.out.size() < (size_t)n_) {
+                    s.out.resize(n_);
+                }
+                if (s.row.size() < (size_t)row_len_) {
+                    s.row.resize(row_len_);
+                }
+                // The padding of the row buffer stays zero for all rows.
+                std::memset(s.row.data(), 0, sizeof(float) * row_len_);
+                for (int p = r.start; p < r.end; p++) {
+                    const int c = p % channels_;
+                    channel(ops, s.planes.data(), s.out.data(), s.row.data(), x + (size_t)p * h_ * w_,
+                            y + (size_t)p * ho_ * wo_, w + (size_t)c * kh_ * kw_, bias ? bias[c] : 0.f);
+                }
+            },
+            stripes);
+    }
+
+private:
+    static int out_size(int n, int k, int s, int before, int after) {
+        int span = n + before + after - k;
+        return span < 0 ? 0 : span / s + 1;
+    }
+
+    // geometry sets the sizes and tap offsets for an input of h x w.
+    void geometry(int h, int w) {
+        if (h == h_ && w == w_) {
+            return;
+        }
+        h_ = h;
+        w_ = w;
+        ho_ = out_size(h, kh_, sh_, pt_, pb_);
+        wo_ = out_size(w, kw_, sw_, pl_, pr_);
+        CV_Assert(ho_ >= 1 && wo_ >= 1);
+        hr_ = ho_ + (kh_ - 1) / sh_;
+        l_ = wo_ + (kw_ - 1) / sw_;
+        n_ = (ho_ * l_ + 15) / 16 * 16;
+        // Reads reach at most (kw-1)/sw + 15 past the last plane.
+        planes_len_ = (size_t)sh_ * sw_ * hr_ * l_ + l_ + 16;
+        // A padded input row: columns -pl .. sw*L - pl - 1.
+        row_len_ = std::max(sw_ * l_, pl_ + w_) + 16;
+        off_.resize((size_t)kh_ * kw_);
+        for (int ky = 0; ky < kh_; ky++) {
+            for (int kx = 0; kx < kw_; kx++) {
+                off_[ky * kw_ + kx] = ((ky % sh_) * sw_ + kx % sw_) * hr_ * l_ + (ky / sh_) * l_ + kx / sw_;
+            }
+        }
+    }
+
+    // channel convolves one (H, W) plane x into y (Ho, Wo) with the kernel
+    // w (kh, kw) and bias b. planes, out and row are work memory of
+    // planes_len_, n_ and row_len_ floats, row zero outside columns
+    // pl..pl+W-1.
+    void channel(const dw_ops& ops, float* planes, float* out, float* row, const float* x, float* y,
+                 const float* w, float b) const {
+        const size_t plane = (size_t)hr_ * l_;
+        // Padded row R = r*sh + ry of the input (row R - pt) goes to row r of
+        // the planes (ry, 0..sw-1); rows in the padding are zero. With
+        // stride 1 across, the padding columns are zero too, from the
+        // memset; with a larger stride the split rows are whole.
+        const int rlo = std::max(0, pt_), rhi = std::min(hr_ * sh_, pt_ + h_);
+        if (sw_ == 1) {
+            std::memset(planes, 0, sizeof(float) * sh_ * plane);
+        } else {
+            for (int rr = 0; rr < hr_ * sh_; rr++) {
+                if (rr < rlo || rr >= rhi) {
+                    for (int cx = 0; cx < sw_; cx++) {
+                        std::memset(planes + (size_t)((rr % sh_) * sw_ + cx) * plane + (size_t)(rr / sh_) * l_, 0,
+                                    sizeof(float) * l_);
+                    }
+                }
+            }
+        }
+        const int cols = std::min(w_, sw_ * l_ - pl_);  // input columns any tap reads
+        for (int rr = rlo; rr < rhi; rr++) {
+            const int r = rr / sh_, ry = rr % sh_;
+            const float* xr = x + (size_t)(rr - pt_) * w_;
+            float* dst = planes + (size_t)ry * sw_ * plane + (size_t)r * l_;
+            if (sw_ == 1) {
+                // Columns pl.. of the plane row are the input's.
+                const int n = std::min(cols, l_ - pl_);
+                if (n > 0) {
+                    std::memcpy(dst + pl_, xr, sizeof(float) * n);
+                }
+                continue;
+            }
+            if (cols > 0) {
+                std::memcpy(row + pl_, xr, sizeof(float) * cols);
+            }
+            if (sw_ == 2) {
+                ops.split2(row, dst, dst + plane, l_);
+            } else {
+                for (int cx = 0; cx < sw_; cx++) {
+                    for (int j = 0; j < l_; j++) {
+                        dst[cx * plane + j] = row[j * sw_ + cx];
+                    }
+                }
+            }
+        }
+        ops.taps(out, planes, off_.data(), w, kh_ * kw_, b, n_);
+        // The rows' first Wo values are the output. Swish goes with the
+        // copy of long rows; short rows (one call each would cost more
+        // than the work) take it in place over all of out, the L - Wo
+        // extra values of each row included.
+        const bool rowwise = swish_ && wo_ >= 32;
+        if (swish_ && !rowwise) {
+            ops.swish(out, out, n_);
+        }
+        for (int oy = 0; oy < ho_; oy++) {
+            if (rowwise) {
+                ops.swish(out + (size_t)oy * l_, y + (size_t)oy * wo_, wo_);
+            } else {
+                std::memcpy(y + (size_t)oy * wo_, out + (size_t)oy * l_, sizeof(float) * wo_);
+            }
+        }
+    }
+
+    // ints reads an attribute of 1 or want ints (one value meaning all),
+    // under either name (OpenCV's importer renames some ONNX attributes).
+    std::vector<int> ints(const cv::dnn::LayerParams& p, const char* attr, const char* alt, int want,
+                          int def) const {
+        const char* key = p.has(attr) ? attr : (alt && p.has(alt) ? alt : nullptr);
+        if (!key) {
+            return std::vector<int>(want, def);
+        }
+        const cv::dnn::DictValue& v = p.get(key);
+        if (!v.isInt() || (v.size() != 1 && v.size() != want)) {
+            DW_FAIL("attribute " << attr << " must hold 1 or " << want << " integers");
+        }
+        std::vector<int> out(want);
+        for (int i = 0; i < want; i++) {
+            out[i] = v.get<int>(v.size() == 1 ? 0 : i);
+        }
+        return out;
+    }
+
+    static std::string describe(const cv::Mat& m) {
+        std::ostringstream s;
+        s << (m.type() == CV_32F ? "float32 " : "non-float32 ") << "(";
+        for (int i = 0; i < m.dims; i++) {
+            s << (i ? ", " : "") << m.size[i];
+        }
+        s << ")";
+        return s.str();
+    }
+
+    int channels_ = 0, kh_ = 0, kw_ = 0, sh_ = 1, sw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0;
+    bool swish_ = false;
+    // Set by geometry for the input size h_ x w_.
+    int h_ = -1, w_ = -1, ho_ = 0, wo_ = 0, hr_ = 0, l_ = 0, n_ = 0;
+    size_t planes_len_ = 0;
+    int row_len_ = 0;
+    std::vector<int> off_;
+};
+
+}  // namespace
+
+void ttm_swish_fast(const float* src, float* dst, int n) {
+    ops_for(current_isa().load(std::memory_order_relaxed)).swish(src, dst, n);
+}
+
+void ttm_register_depthwise() { cv::dnn::LayerFactory::registerLayer("TTMDepthwise", DepthwiseLayer::create); }
+
+extern "C" {
+
+int ttm_depthwise_supported(int isa) { return isa_supported(isa) ? 1 : 0; }
+
+int ttm_depthwise_set_isa(int isa) {
+    if (isa == TTM_DW_BEST) {
+        isa = best_isa();
+    }
+    if (!isa_supported(isa)) {
+        return -1;
+    }
+    current_isa().store(isa);
+    return 0;
+}
+
+int ttm_depthwise_isa(void) { return current_isa().load(); }
+
+}  // extern "C"
