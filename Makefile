@@ -15,7 +15,7 @@ APT_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev \
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup build test test-short bench soak demo fuzz install-launch clean
+.PHONY: help setup build test test-short bench soak demo train eval fuzz install-launch clean
 
 help:
 	@echo "make setup   install the Debian packages and Go modules (idempotent)"
@@ -23,6 +23,9 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    the main job on its embedded default"
+	@echo "make train   record expert demonstrations and train the small policy (TRAIN_STEPS, TRAIN_DIR)"
+	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
+	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
 setup:
@@ -61,9 +64,39 @@ bench: build
 	$(BIN) init --preset robot --seed 1 --out bin/bench/robot.safetensors
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
+# The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
+# end), the policy node on DEMO_POLICY (a fresh, untrained small policy while
+# that file does not exist) and the simulator node it drives over ROS.
+# Episodes show on the terminal; each one's headcam strip (PNG) and rollout
+# (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
+# step benchmark first.
+DEMO_POLICY ?= launch/checkpoints/small.safetensors
+DEMO_RATE ?= 3
+DEMO_TASKS ?= all
+DEMO_EPISODES ?= 1
+DEMO_ARGS ?=
 demo: build
 	@mkdir -p bin/demo
-	$(BIN) demo --dir bin/demo
+	$(BIN) demo --dir bin/demo $(if $(wildcard $(DEMO_POLICY)),--policy $(DEMO_POLICY)) \
+		--rate $(DEMO_RATE) --tasks $(DEMO_TASKS) --episodes $(DEMO_EPISODES) $(DEMO_ARGS)
+
+# Behavioural cloning of the small preset from scripted-expert
+# demonstrations, then its closed-loop evaluation with the memory ablations.
+# TRAIN_DIR holds the dataset (bags + index.json + the feature cache), the
+# checkpoint, its training state (a rerun resumes), the JSON log and the
+# learning curve.
+TRAIN_DIR ?= bin/train
+TRAIN_EPISODES ?= 30
+TRAIN_STEPS ?= 1000
+TRAIN_ARGS ?=
+train: build
+	$(BIN) record --experts --tasks all --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --out $(TRAIN_DIR)/data
+	$(BIN) train --data $(TRAIN_DIR)/data --preset small --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/small.safetensors $(TRAIN_ARGS)
+
+EVAL_EPISODES ?= 50
+eval: build
+	$(BIN) eval --policy $(TRAIN_DIR)/small.safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
+		--size 128x160 --out $(TRAIN_DIR)/eval
 
 # The node under load for SOAK (robot preset, 10 Hz, a 15 Hz camera): deadline
 # misses, loop jitter, image-to-action latency, RSS; results in bin/soak.json.
@@ -83,14 +116,17 @@ install-launch: build
 
 FUZZTIME ?= 30s
 # Each fuzz target, package by package (go test -fuzz takes one target at a time).
-FUZZ_TARGETS := ./internal/safetensors:FuzzParse ./internal/onnx:FuzzParse \
-	./node:FuzzParseArgs ./node:FuzzResolveName ./node:FuzzDecodeXMLRPCResponse ./node:FuzzInputsFrames \
-	./vision:FuzzDecodeImage ./vision:FuzzDecodeCompressed ./vision:FuzzPrepareCheck ./vision:FuzzOpenCVImport \
-	./language:FuzzNormalize ./language:FuzzTokenize ./language:FuzzParseVocab ./language:FuzzCheckEmbedding
+FUZZ_TARGETS := ./internal/safetensors:FuzzParse ./internal/onnx:FuzzParse ./internal/rosbag:FuzzReadBag \
+	./ttm:FuzzParseConfig ./policy:FuzzParseConfig ./policy/seq:FuzzParseConfig ./policy/seq:FuzzFromJSON \
+	./node:FuzzParseArgs ./node:FuzzResolveName ./node:FuzzDecodeXMLRPCResponse ./node:FuzzInputsFrames ./node:FuzzCheckAction \
+	./vision:FuzzDecodeImage ./vision:FuzzDecodeCompressed ./vision:FuzzPrepareCheck ./vision:FuzzOpenCVImport ./vision:FuzzDepthwiseLayer \
+	./language:FuzzNormalize ./language:FuzzTokenize ./language:FuzzParseVocab ./language:FuzzCheckEmbedding \
+	./sim:FuzzParseSize ./sim:FuzzSelectTasks ./sim/eval:FuzzParseLedger ./sim/eval:FuzzParseOptions
+# -fuzzminimizetime: the bag fuzzer's seeds are 14 KB (header padding); minimising them takes long.
 fuzz:
 	@for t in $(FUZZ_TARGETS); do \
 		pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$name in $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 1s $$pkg || exit 1; \
 	done
 
 clean:

@@ -26,6 +26,7 @@ func runBackbone(env *environment, args []string) error {
 	padding := fs.String("padding", "keras", "stride-2 padding: keras (B3 at 300 gives 9x9) or same (TF SAME, 10x10)")
 	seed := fs.Uint64("seed", 0, "random seed; the same seed always gives the same file")
 	out := fs.String("out", "", "ONNX file to write")
+	blocks := fs.Int("blocks", 0, "end the graph after this many MBConv blocks (0: the whole network with its head)")
 	size := fs.Int("size", 0, "input height and width (default: the variant's resolution, 224/240/260/300)")
 	check := fs.String("check", "", "ONNX file to validate and load in OpenCV instead of generating one")
 	filmInput := fs.String("film-input", "", "with --check: name of the FiLM input")
@@ -51,7 +52,7 @@ func runBackbone(env *environment, args []string) error {
 	if _, err := vision.LookupEfficientNet(*variant); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	cfg := vision.EfficientNetConfig{Variant: *variant, Padding: pad, Height: *size, Width: *size, FiLMDim: *film, Seed: *seed}
+	cfg := vision.EfficientNetConfig{Variant: *variant, Padding: pad, Height: *size, Width: *size, FiLMDim: *film, Seed: *seed, Blocks: *blocks}
 	start := time.Now()
 	g, err := vision.GenerateEfficientNet(cfg)
 	if err != nil {

@@ -1,111 +1,77 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"io/fs"
 	"math"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
-	"runtime"
-	"time"
-
-	"github.com/ttmrobot/ttm/internal/nn"
-	"github.com/ttmrobot/ttm/ttm"
+	"os/signal"
+	"syscall"
 )
 
 func init() {
-	register(command{name: "demo", summary: "the main job on its embedded default: a robot-size TTM episode, timed", run: runDemo})
+	register(command{name: "demo", summary: "the ROS demo: roscore (if none), the policy node and the simulator node; episodes on the terminal, headcam strips and GIFs on disk", run: runDemo})
 }
 
-// runDemo runs one episode of the robot preset on fresh weights: it shows
-// the memory changing step by step at a constant cost, and that the same
-// inputs replayed from a snapshot give bit-identical memories.
+// demoConfig is what the demo was asked to do.
+type demoConfig struct {
+	dir       string
+	policy    string // checkpoint; "" writes a fresh small policy in dir
+	rate      float64
+	threads   int
+	tasks     string
+	episodes  int
+	seed      uint64
+	maxSteps  int
+	ns        string // ROS namespace of both nodes
+	keepAlive bool   // leave roscore running if the demo started it
+}
+
+// runDemo runs the project end to end over ROS: a master (roscore, started
+// if none answers at ROS_MASTER_URI, stopped at the end), `ttm node` on a
+// policy checkpoint, and the simulator as a ROS node driven by it, showing
+// each episode's progress and writing its headcam strip and rollout GIF.
+// With --ttm it first runs a robot-size TTM episode and the step benchmark.
 func runDemo(env *environment, args []string) error {
-	fl := newFlags(env, "demo", "[--dir DIR] [--steps N]")
-	dir := fl.String("dir", "bin/demo", "working `directory` for the demo's files")
-	steps := fl.Int("steps", 300, "steps in the episode")
+	fl := newFlags(env, "demo", "[--dir DIR] [--policy CKPT] [--rate HZ] [--tasks LIST] [--episodes N] [--seed S] [--max-steps N] [--ttm [--steps N]]")
+	dir := fl.String("dir", "bin/demo", "working `directory` for the demo's files (checkpoint, logs, episodes/)")
+	policyPath := fl.String("policy", "", "policy checkpoint `file`; empty: a fresh (untrained) small policy written to DIR/small-policy.safetensors")
+	rate := fl.Float64("rate", 3, "the policy node's control rate, Hz: RT-1's 3 Hz by default (the node refuses a rate its warm-up cannot sustain)")
+	threads := fl.Int("threads", 0, "the policy node's threads (0: one per CPU)")
+	tasks := fl.String("tasks", "all", "simulator tasks: all, families, memory, or names separated by commas")
+	episodes := fl.Int("episodes", 1, "episodes per task")
+	seed := fl.Uint64("seed", 1, "seed of the first episode of each task")
+	maxSteps := fl.Int("max-steps", 0, "steps per episode at most (0: each task's cap)")
+	ns := fl.String("ns", "/demo", "ROS namespace of the two nodes")
+	keep := fl.Bool("keep-master", false, "leave a roscore the demo started running at the end")
+	ttmPart := fl.Bool("ttm", false, "first run a robot-size TTM episode (memory hashes, replay from a snapshot) and the step benchmark")
+	steps := fl.Int("steps", 300, "--ttm: steps in the TTM episode")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
+	}
+	switch {
+	case !(*rate > 0) || math.IsInf(*rate, 0) || *rate > 1000:
+		return fmt.Errorf("%w: --rate %g: want a rate in (0, 1000] Hz", errUsage, *rate)
+	case *threads < 0:
+		return fmt.Errorf("%w: --threads %d is negative", errUsage, *threads)
+	case *episodes < 1:
+		return fmt.Errorf("%w: --episodes %d: want at least 1", errUsage, *episodes)
+	case *maxSteps < 0:
+		return fmt.Errorf("%w: --max-steps %d is negative", errUsage, *maxSteps)
+	case *steps < 2:
+		return fmt.Errorf("%w: --steps %d: want at least 2", errUsage, *steps)
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	weights := filepath.Join(*dir, "robot.safetensors")
-	if _, err := os.Stat(weights); errors.Is(err, fs.ErrNotExist) {
-		if err := runInit(env, []string{"--preset", "robot", "--seed", "1", "--out", weights}); err != nil {
+	if *ttmPart {
+		if err := ttmDemo(env, *dir, *steps); err != nil {
 			return err
 		}
+		fmt.Fprintln(env.stdout)
 	}
-	m, err := ttm.Load(weights)
-	if err != nil {
-		return err
-	}
-	c := m.Config
-	nn.SetThreads(1)
-	nn.SetParallelism(runtime.NumCPU())
-	env.log.Info("episode", "weights", weights, "memory_tokens", c.MemorySize, "read_tokens", c.ProcessSize,
-		"input_tokens", c.InputTokens, "dim", c.Dim, "layers", c.NumLayers, "steps", *steps)
-
-	mc, mem := ttm.NewMachine(m), ttm.NewMemory(c)
-	r := rand.New(rand.NewPCG(2, 2))
-	inputs := make([]float32, *steps*c.InputTokens*c.Dim) // a stand-in for camera tokens
-	for i := range inputs {
-		inputs[i] = float32(r.NormFloat64())
-	}
-	out := make([]float32, c.ProcessSize*c.Dim)
-	stepInput := func(i int) []float32 { return inputs[i*c.InputTokens*c.Dim : (i+1)*c.InputTokens*c.Dim] }
-	var snapshot *ttm.Memory
-	hashes := make([]uint64, *steps)
-	var total time.Duration
-	fmt.Fprintf(env.stdout, "%6s %10s %18s %10s\n", "step", "latency", "memory hash", "|memory|")
-	for i := 0; i < *steps; i++ {
-		if i == *steps/2 {
-			snapshot = mem.Clone()
-		}
-		t0 := time.Now()
-		mc.Step(mem, stepInput(i), out)
-		d := time.Since(t0)
-		total += d
-		hashes[i] = mem.Hash()
-		if i < 3 || (i+1)%50 == 0 {
-			fmt.Fprintf(env.stdout, "%6d %8.2f ms   %016x %10.3f\n", i+1, ms(d), hashes[i], norm(mem.Tokens))
-		}
-	}
-	// Replay the second half from the snapshot: the memory must follow the
-	// same bits.
-	mem.CopyFrom(snapshot)
-	for i := *steps / 2; i < *steps; i++ {
-		mc.Step(mem, stepInput(i), out)
-		if mem.Hash() != hashes[i] {
-			return fmt.Errorf("replay from the snapshot diverged at step %d", i+1)
-		}
-	}
-	fmt.Fprintf(env.stdout, "\nmean step %.2f ms over %d steps; replaying steps %d-%d from a snapshot gave bit-identical memories\n\n",
-		ms(total)/float64(*steps), *steps, *steps/2+1, *steps)
-	if err := runBench(env, []string{"--weights", weights, "--steps", "1000"}); err != nil {
-		return err
-	}
-
-	// The whole policy (backbone, front end, TTM, head) driving the
-	// simulator in closed loop. The weights are fresh: training comes later,
-	// so expect the table to show what an untrained policy does.
-	pol := filepath.Join(*dir, "small-policy.safetensors")
-	if _, err := os.Stat(pol); errors.Is(err, fs.ErrNotExist) {
-		if err := runInit(env, []string{"--policy", "--preset", "small", "--seed", "1", "--out", pol}); err != nil {
-			return err
-		}
-	}
-	strips := filepath.Join(*dir, "strips")
-	fmt.Fprintf(env.stdout, "\nthe small policy (untrained) driving the simulator; headcam strips in %s\n", strips)
-	return runSim(env, []string{"--policy", pol, "--tasks", "all", "--episodes", "2", "--size", "128x160", "--out", strips})
-}
-
-func norm(x []float32) float64 {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
-	}
-	return math.Sqrt(s)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return rosDemo(ctx, env, demoConfig{dir: *dir, policy: *policyPath, rate: *rate, threads: *threads, tasks: *tasks,
+		episodes: *episodes, seed: *seed, maxSteps: *maxSteps, ns: *ns, keepAlive: *keep})
 }

@@ -32,9 +32,13 @@ type simConfig struct {
 
 // runSim plays episodes of the chosen tasks in-process and prints a
 // per-task success table. The agent is the scripted expert (--expert);
-// a learned policy plugs in through sim.Agent.
+// a learned policy plugs in through sim.Agent. With --ros the simulator is
+// a ROS node driven by the policy node instead (sim_ros.go).
 func runSim(env *environment, args []string) error {
-	fl := newFlags(env, "sim", "(--expert | --policy CKPT.safetensors) [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--out DIR]")
+	if wantsROS(args) {
+		return runSimROS(env, args) // sim_ros.go
+	}
+	fl := newFlags(env, "sim", "(--expert | --policy CKPT.safetensors | --ros) [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--out DIR]")
 	tasks := fl.String("tasks", "all", "tasks to run: all, families, memory, or names separated by commas")
 	episodes := fl.Int("episodes", 10, "episodes per task")
 	seed := fl.Uint64("seed", 1, "seed of the first episode; episode i of every task uses seed+i")
@@ -47,11 +51,12 @@ func runSim(env *environment, args []string) error {
 	noise := fl.Float64("noise", 0, "expert: Gaussian noise on the arm displacement, in action units")
 	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
 	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
+	fl.Bool("ros", false, "run as a ROS node driven by `ttm node` over a master (see ttm sim --ros -h)")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
 	if *expert == (*policyPath != "") {
-		return fmt.Errorf("%w: give exactly one of --expert and --policy", errUsage)
+		return fmt.Errorf("%w: give exactly one of --expert, --policy and --ros", errUsage)
 	}
 	cfg := simConfig{episodes: *episodes, seed: *seed, out: *out, frames: *frames, agentName: "expert",
 		expert: sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause}}

@@ -286,3 +286,55 @@ func TestCacheRoundTripAndDamage(t *testing.T) {
 		t.Error("truncated cache file accepted")
 	}
 }
+
+// BenchmarkUpdate is one optimiser update (batch 32 windows of 8 steps,
+// both workers) on synthetic features, per preset: samples/s is the
+// training throughput `ttm train` reports.
+func BenchmarkUpdate(b *testing.B) {
+	for _, preset := range []string{"small", "robot"} {
+		b.Run(preset, func(b *testing.B) {
+			spec, err := policy.Preset(preset)
+			if err != nil {
+				b.Fatal(err)
+			}
+			path := filepath.Join(sharedDir, preset+".safetensors")
+			if _, err := os.Stat(path); err != nil {
+				if err := policy.Create(spec, 1, "", path, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			p, err := policy.Load(path, policy.Options{NoBackbone: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := spec.Vision.Head.FeatureChannels
+			n := spec.Vision.Head.Positions
+			if n == 0 {
+				n = 7 * 7 // B0 at 224
+			}
+			r := rand.New(rand.NewPCG(1, 1))
+			var eps []*Episode
+			for e := range 4 {
+				ep := &Episode{Name: string(rune('a' + e)), Instruction: "pick up the can", Steps: 16, FeatureLen: c * n}
+				ep.Features = make([]float32, 16*c*n)
+				for i := range ep.Features {
+					ep.Features[i] = float32(r.NormFloat64())
+				}
+				ep.Actions = make([]float32, 16*p.ActionSpace().Len())
+				eps = append(eps, ep)
+			}
+			cfg := DefaultConfig()
+			tr, err := New(cfg, p, eps, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for range b.N {
+				if _, _, _, err := tr.Step(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.N*cfg.Batch*cfg.Window)/b.Elapsed().Seconds(), "samples/s")
+		})
+	}
+}

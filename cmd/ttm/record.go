@@ -1,0 +1,280 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/sim"
+)
+
+func init() {
+	register(command{name: "record", summary: "record episodes as ROS bags: a dataset from the experts or a policy, or live topics", run: runRecord})
+}
+
+const recordSynopsis = `(--experts | --policy CKPT.safetensors [--no-memory]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
+       ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]`
+
+// runRecord builds a dataset folder, one bag per episode and index.json,
+// or with --ros records the node's live topics to one bag.
+func runRecord(env *environment, args []string) error {
+	ros, err := node.ParseArgs("ttm_record", args, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	fl := newFlags(env, "record", recordSynopsis)
+	experts := fl.Bool("experts", false, "record the scripted experts")
+	fl.BoolVar(experts, "expert", false, "same as --experts")
+	policyPath := fl.String("policy", "", "record rollouts of the policy in this checkpoint `file`")
+	noMemory := fl.Bool("no-memory", false, "policy: zero the TTM memory before every step")
+	live := fl.Bool("ros", false, "record the live topics of a running node (image, instruction, action, episode_done) to --out FILE.bag")
+	duration := fl.Duration("duration", 0, "--ros: stop after this long (0: at SIGINT)")
+	out := fl.String("out", "", "dataset `folder` (or with --ros the bag file)")
+	tasks := fl.String("tasks", "all", "tasks: all, families, memory, or names separated by commas")
+	episodes := fl.Int("episodes", 10, "episodes per task; episode i of a task uses seed+i")
+	seed := fl.Uint64("seed", 1, "seed of each task's first episode")
+	size := fl.String("size", "256x320", "headcam image size HxW (with --policy: the policy's input size unless given)")
+	noise := fl.Float64("noise", 0, "expert: Gaussian noise on the arm displacement, in action units")
+	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
+	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
+	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
+	if err := parseFlags(fl, ros.Rest, false); err != nil {
+		return err
+	}
+	if err := requireFlag("out", *out); err != nil {
+		return err
+	}
+	given := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if *live {
+		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "no-memory", "max-steps"} {
+			if given[f] {
+				return fmt.Errorf("%w: --%s does not apply to --ros", errUsage, f)
+			}
+		}
+		return recordLive(ctx, env, ros, *out, *duration)
+	}
+	if len(ros.Remaps) > 0 || len(ros.Params) > 0 || given["duration"] {
+		return fmt.Errorf("%w: ROS arguments and --duration need --ros", errUsage)
+	}
+	if *experts == (*policyPath != "") {
+		return fmt.Errorf("%w: give exactly one of --experts, --policy and --ros", errUsage)
+	}
+	cfg := datasetConfig{dir: *out, episodes: *episodes, seed: *seed, maxSteps: *maxSteps}
+	if cfg.tasks, err = sim.SelectTasks(*tasks); err != nil {
+		return fmt.Errorf("%w: --tasks: %v", errUsage, err)
+	}
+	if cfg.h, cfg.w, err = sim.ParseSize(*size); err != nil {
+		return fmt.Errorf("%w: --size: %v", errUsage, err)
+	}
+	switch {
+	case cfg.episodes < 1:
+		return fmt.Errorf("%w: --episodes %d: want at least 1", errUsage, cfg.episodes)
+	case cfg.maxSteps < 0:
+		return fmt.Errorf("%w: --max-steps %d is negative", errUsage, cfg.maxSteps)
+	case *noise < 0 || *baseNoise < 0 || *pause < 0 || *pause >= 1:
+		return fmt.Errorf("%w: --noise and --base-noise must be >= 0 and --pause in [0, 1)", errUsage)
+	}
+	if *experts {
+		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause}
+		cfg.expert = &x
+		cfg.agentName = fmt.Sprintf("expert noise=%g base_noise=%g pause=%g", x.Noise, x.BaseNoise, x.PauseProb)
+		cfg.newAgent = func(ep *sim.Episode) sim.Agent { return sim.ExpertAgent{Expert: ep.Expert(x)} }
+	} else {
+		if given["noise"] || given["base-noise"] || given["pause"] {
+			return fmt.Errorf("%w: --noise, --base-noise and --pause are for --experts", errUsage)
+		}
+		p, err := policy.Load(*policyPath, policy.Options{Log: env.log})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		p.SetNoMemory(*noMemory)
+		if pre := p.Spec().Vision.Preprocess; !given["size"] {
+			cfg.h, cfg.w = pre.Height, pre.Width
+		}
+		agent := newPolicyAgent(p)
+		cfg.agentName = "policy:" + filepath.Base(*policyPath)
+		if *noMemory {
+			cfg.agentName += " no-memory"
+		}
+		cfg.newAgent = func(*sim.Episode) sim.Agent { return agent }
+	}
+	if cfg.maxSteps > 0 {
+		cfg.agentName += fmt.Sprintf(" max_steps=%d", cfg.maxSteps)
+	}
+	return recordDataset(ctx, env, cfg)
+}
+
+// datasetConfig is what ttm record --experts/--policy was asked for.
+type datasetConfig struct {
+	dir       string
+	tasks     []*sim.Task
+	episodes  int
+	seed      uint64
+	maxSteps  int
+	h, w      int
+	agentName string
+	expert    *sim.ExpertOptions
+	newAgent  func(ep *sim.Episode) sim.Agent
+}
+
+// errInterrupted is returned when SIGINT or SIGTERM stopped a recording.
+var errInterrupted = errors.New("interrupted")
+
+// recordDataset records the episodes missing from cfg.dir, updating the
+// index after each one, so an interrupted run keeps what it finished and a
+// rerun resumes.
+func recordDataset(ctx context.Context, env *environment, cfg datasetConfig) error {
+	if err := os.MkdirAll(cfg.dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	ix, err := sim.ReadIndex(cfg.dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		ix = &sim.Index{Version: sim.IndexVersion, Height: cfg.h, Width: cfg.w, Agent: cfg.agentName}
+	case err != nil:
+		return err
+	case ix.Height != cfg.h || ix.Width != cfg.w:
+		return fmt.Errorf("%w: dataset %s holds %dx%d frames, this run would record %dx%d (--size)", errUsage, cfg.dir, ix.Height, ix.Width, cfg.h, cfg.w)
+	case ix.Agent != cfg.agentName:
+		return fmt.Errorf("%w: dataset %s was recorded by %q, this run would record %q", errUsage, cfg.dir, ix.Agent, cfg.agentName)
+	}
+
+	total := len(cfg.tasks) * cfg.episodes
+	env.log.Info("recording dataset", "dir", cfg.dir, "tasks", len(cfg.tasks), "episodes_per_task", cfg.episodes, "agent", cfg.agentName,
+		"size", fmt.Sprintf("%dx%d", cfg.h, cfg.w), "already", len(ix.Episodes))
+	start := time.Now()
+	done, recorded := 0, 0
+	for _, task := range cfg.tasks {
+		for i := range cfg.episodes {
+			seed := cfg.seed + uint64(i)
+			file := sim.EpisodeFile(task.Name, seed)
+			have, err := adopt(env, cfg, ix, task, seed, file)
+			if err != nil {
+				return err
+			}
+			if !have {
+				res, err := recordOne(ctx, cfg, task, seed, file)
+				if errors.Is(err, sim.ErrInterrupted) {
+					env.log.Warn("interrupted: the episode under way was discarded; rerun the same command to resume",
+						"kept", len(ix.Episodes), "task", task.Name, "seed", seed)
+					return fmt.Errorf("%w after %d of %d episodes (%s kept)", errInterrupted, done, total, filepath.Join(cfg.dir, sim.IndexFile))
+				}
+				if err != nil {
+					return err
+				}
+				ix.Episodes = append(ix.Episodes, sim.IndexEntry{File: file, Task: res.Task, Family: sim.TaskFamily(task),
+					Instruction: res.Instruction, Seed: res.Seed, Steps: res.Steps, Success: res.Success})
+				if err := sim.WriteIndex(cfg.dir, ix); err != nil {
+					return err
+				}
+				recorded++
+			}
+			done++
+			elapsed := time.Since(start)
+			rate := float64(recorded) / elapsed.Seconds()
+			eta := time.Duration(0)
+			if recorded > 0 {
+				eta = time.Duration(float64(total-done) / rate * float64(time.Second))
+			}
+			env.log.Info("episode", "done", done, "total", total, "task", task.Name, "seed", seed, "new", !have,
+				"episodes_per_s", fmt.Sprintf("%.2f", rate), "eta", eta.Round(time.Second))
+		}
+	}
+	env.log.Info("dataset complete", "dir", cfg.dir, "episodes", len(ix.Episodes), "recorded_now", recorded, "elapsed", time.Since(start).Round(time.Millisecond))
+	return printDatasetTable(env, ix)
+}
+
+// adopt reports whether the episode is already in the dataset. A bag that
+// exists but is not indexed (the run stopped between the bag's rename and
+// the index update) is checked and indexed; an unreadable one is removed.
+func adopt(env *environment, cfg datasetConfig, ix *sim.Index, task *sim.Task, seed uint64, file string) (bool, error) {
+	path := filepath.Join(cfg.dir, file)
+	_, statErr := os.Stat(path)
+	if ix.Find(file) >= 0 {
+		if statErr != nil {
+			return false, fmt.Errorf("dataset %s: the index lists %s, but: %w", cfg.dir, file, statErr)
+		}
+		return true, nil
+	}
+	if statErr != nil {
+		return false, nil
+	}
+	ep, err := sim.ReadEpisode(path, sim.ReadOptions{})
+	if err == nil && (ep.Info.Task != task.Name || ep.Info.Seed != seed || ep.Info.Height != cfg.h || ep.Info.Width != cfg.w || ep.Info.Agent != cfg.agentName) {
+		err = fmt.Errorf("it holds %s seed %d at %dx%d by %q", ep.Info.Task, ep.Info.Seed, ep.Info.Height, ep.Info.Width, ep.Info.Agent)
+	}
+	if err != nil {
+		env.log.Warn("re-recording an unindexed bag that does not fit", "file", path, "reason", err)
+		return false, os.Remove(path)
+	}
+	ix.Episodes = append(ix.Episodes, sim.IndexEntryFor(file, ep.Info))
+	env.log.Info("indexed a bag the last run finished", "file", path)
+	return true, sim.WriteIndex(cfg.dir, ix)
+}
+
+func recordOne(ctx context.Context, cfg datasetConfig, task *sim.Task, seed uint64, file string) (sim.Result, error) {
+	ep, err := sim.NewEpisode(task, seed, sim.Options{Height: cfg.h, Width: cfg.w})
+	if err != nil {
+		return sim.Result{}, err
+	}
+	defer ep.Close()
+	return sim.RecordEpisode(filepath.Join(cfg.dir, file), ep, cfg.newAgent(ep),
+		sim.RecordOptions{Agent: cfg.agentName, Expert: cfg.expert, MaxSteps: cfg.maxSteps, Context: ctx})
+}
+
+func printDatasetTable(env *environment, ix *sim.Index) error {
+	type row struct{ n, ok, steps int }
+	rows := map[string]*row{}
+	var order []string
+	for _, e := range ix.Episodes {
+		r := rows[e.Task]
+		if r == nil {
+			r = &row{}
+			rows[e.Task] = r
+			order = append(order, e.Task)
+		}
+		r.n++
+		r.steps += e.Steps
+		if e.Success {
+			r.ok++
+		}
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "task\tepisodes\tsuccess\tmean steps\t")
+	for _, t := range order {
+		r := rows[t]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t\n", t, r.n, r.ok, float64(r.steps)/float64(r.n))
+	}
+	return tw.Flush()
+}
+
+// recordLive records the node's topics until SIGINT or the duration.
+func recordLive(ctx context.Context, env *environment, ros *node.Args, out string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%w: --duration %v is negative", errUsage, d)
+	}
+	stats, err := node.Record(ctx, node.RecordConfig{Args: ros, Out: out, Duration: d, Log: env.log})
+	if err != nil {
+		return err
+	}
+	total := 0
+	for _, n := range stats.Messages {
+		total += n
+	}
+	fmt.Fprintf(env.stdout, "recorded %d messages to %s (%v), %d dropped\n", total, out, stats.End.Sub(stats.Start).Round(time.Millisecond), stats.Dropped)
+	return nil
+}

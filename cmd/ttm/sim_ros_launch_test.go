@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"image/gif"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/rostest"
+)
+
+// TestSimLaunch starts launch/sim.launch with the real roslaunch: it brings
+// up the policy node (launch/ttm_node) and the simulator node
+// (launch/ttm_sim, `ttm sim --ros`), both this test binary acting as ttm,
+// in /sim. The simulator drives its episodes with the policy node's actions;
+// when they are done it exits, and roslaunch (required="true") stops
+// everything and exits by itself.
+func TestSimLaunch(t *testing.T) {
+	m := rostest.StartMaster(t)
+	ckpt := smallPolicy(t) // never terminates: every episode runs to max_steps
+	launchDir, err := filepath.Abs("../../launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "episodes")
+	cmd := exec.Command(rostest.Tool(t, "roslaunch"), "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "rate:=2",
+		"tasks:=pick,drawer", "max_steps:=10", "size:=64x80", "out:="+out)
+	cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = 5 * time.Second // a node that outlives roslaunch must not hold Wait on its output
+	var log lockedBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	finished := false
+	defer func() {
+		if !finished { // roslaunch's nodes run in process groups of their own
+			for _, pid := range descendants(cmd.Process.Pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("roslaunch output:\n%s", log.String())
+		}
+	}()
+
+	rostest.WaitFor(t, 60*time.Second, "the policy node acting on the simulator's frames", func() error {
+		select {
+		case err := <-exited:
+			exited <- err
+			return fmt.Errorf("roslaunch exited: %v", err)
+		default:
+		}
+		o, err := m.Run(5*time.Second, "rostopic", "echo", "-n", "1", "/sim/status")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(o, `data: "acting"`) {
+			return fmt.Errorf("status %q", o)
+		}
+		return nil
+	})
+	res := m.RunParallel(20*time.Second, []string{"rosnode", "list"}, []string{"rostopic", "info", "/sim/camera/image_raw"})
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	for _, n := range []string{"/sim/ttm_node", "/sim/ttm_sim"} {
+		if !rostest.Contains(res[0].Out, n) {
+			t.Errorf("rosnode list lacks %s:\n%s", n, res[0].Out)
+		}
+	}
+	if info := res[1].Out; !strings.Contains(info, "Publishers: \n * /sim/ttm_sim") || !strings.Contains(info[strings.Index(info, "Subscribers:"):], "/sim/ttm_node") {
+		t.Errorf("the simulator does not publish the camera topic the policy node reads:\n%s", info)
+	}
+
+	select {
+	case err := <-exited:
+		finished = true
+		if err != nil {
+			t.Errorf("roslaunch: %v", err)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("roslaunch still running 90 s after the simulator started")
+	}
+	o := log.String()
+	for _, want := range []string{"all episodes done", "process has finished cleanly", "node stopped"} {
+		if !strings.Contains(o, want) {
+			t.Errorf("roslaunch output lacks %q", want)
+		}
+	}
+	if n := strings.Count(o, "ttm.sim: episode done"); n != 2 {
+		t.Errorf("%d episodes reported, want 2", n)
+	}
+	for _, name := range []string{"01-pick-seed1", "02-drawer-seed1"} {
+		f, err := os.Open(filepath.Join(out, name+".png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = png.Decode(f)
+		f.Close()
+		if err != nil {
+			t.Errorf("%s.png: %v", name, err)
+		}
+		g, err := os.Open(filepath.Join(out, name+".gif"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := gif.DecodeAll(g)
+		g.Close()
+		if err != nil || len(a.Image) != 11 {
+			t.Errorf("%s.gif: error %v; want 11 frames (10 steps)", name, err)
+		}
+	}
+}

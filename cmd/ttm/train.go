@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/atomicfile"
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/policy/train"
+	"github.com/ttmrobot/ttm/sim"
+)
+
+func init() {
+	register(command{name: "train", summary: "behavioural cloning of a policy from a dataset of episode bags", run: runTrain})
+}
+
+// trainFiles are the files a training run writes beside its checkpoint.
+type trainFiles struct {
+	ckpt, backbone, state, log, curve string
+}
+
+func newTrainFiles(out string) trainFiles {
+	base := strings.TrimSuffix(out, filepath.Ext(out))
+	return trainFiles{ckpt: out, backbone: base + ".backbone.onnx", state: base + ".trainstate.safetensors",
+		log: base + ".train.json", curve: base + ".curve.png"}
+}
+
+// trainLog is the JSON log: the run's settings and learning curve.
+type trainLog struct {
+	Command  string         `json:"command"`
+	Preset   string         `json:"preset"`
+	Data     string         `json:"data"`
+	Episodes int            `json:"episodes"`
+	Steps    int            `json:"dataset_steps"`
+	Params   int            `json:"trainable_parameters"`
+	Config   train.Config   `json:"config"`
+	History  []train.Record `json:"history"`
+}
+
+func runTrain(env *environment, args []string) error {
+	def := train.DefaultConfig()
+	fl := newFlags(env, "train", "--data DIR --preset small|robot|robot-b3 --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
+	data := fl.String("data", "", "dataset `folder` (index.json and episode bags, from ttm record)")
+	preset := fl.String("preset", "small", "policy preset for fresh weights (ignored with --init or when resuming)")
+	out := fl.String("out", "", "checkpoint `file` to write; its training state, JSON log and learning curve go beside it")
+	initFrom := fl.String("init", "", "start from this checkpoint `file` instead of fresh weights")
+	steps := fl.Int("steps", def.Steps, "optimiser updates")
+	batch := fl.Int("batch", def.Batch, "windows per update")
+	window := fl.Int("window", def.Window, "steps per window (truncated backpropagation through time)")
+	lr := fl.Float64("lr", def.LR, "peak learning rate")
+	warmup := fl.Int("warmup", def.Warmup, "warm-up updates")
+	wd := fl.Float64("weight-decay", def.WeightDecay, "AdamW weight decay (kernels only)")
+	clip := fl.Float64("clip", def.ClipNorm, "global gradient norm bound (0: none)")
+	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
+	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
+	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
+	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed")
+	logEvery := fl.Int("log-every", 20, "log every N updates")
+	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
+	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features)")
+	if err := parseFlags(fl, args, false); err != nil {
+		return err
+	}
+	if err := requireFlag("data", *data); err != nil {
+		return err
+	}
+	if err := requireFlag("out", *out); err != nil {
+		return err
+	}
+	if *logEvery < 1 || *ckptEvery < 1 {
+		return fmt.Errorf("%w: --log-every and --checkpoint-every must be positive", errUsage)
+	}
+	cfg := train.Config{Steps: *steps, Batch: *batch, Window: *window, LR: *lr, Warmup: *warmup, LRFloor: def.LRFloor,
+		WeightDecay: *wd, ClipNorm: *clip, Seed: *seed, Workers: *workers, NoMemory: *noMemory}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	files := newTrainFiles(*out)
+	log := env.log.Named("train")
+
+	// The starting point: a run to resume, a given checkpoint, or fresh weights.
+	resume := fileExists(files.state) && fileExists(files.ckpt)
+	start := files.ckpt
+	switch {
+	case resume:
+		log.Info("resuming", "checkpoint", files.ckpt, "state", files.state)
+	case *initFrom != "":
+		start = *initFrom
+	default:
+		spec, err := policy.Preset(*preset)
+		if err != nil {
+			return fmt.Errorf("%w: %v", errUsage, err)
+		}
+		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
+			return err
+		}
+	}
+	p, err := policy.Load(start, policy.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	backbone := p.BackbonePath()
+	if abs, _ := filepath.Abs(backbone); abs != mustAbs(files.backbone) && !resume {
+		if err := copyFile(backbone, files.backbone); err != nil {
+			return fmt.Errorf("copy backbone beside the checkpoint: %w", err)
+		}
+		backbone = files.backbone
+	}
+
+	eps, total, err := loadTrainingSet(env, p, *data, *cacheDir, *allEpisodes)
+	if err != nil {
+		return err
+	}
+	nparams := 0
+	for _, g := range p.Groups() {
+		nparams += len(g.Params)
+	}
+	log.Info("training", "episodes", len(eps), "steps", total, "trainable_parameters", nparams, "updates", cfg.Steps,
+		"batch", cfg.Batch, "window", cfg.Window, "workers", cfg.Workers, "no_memory", cfg.NoMemory)
+	tr, err := train.New(cfg, p, eps, log)
+	if err != nil {
+		return err
+	}
+	if resume {
+		if err := tr.LoadState(files.state); err != nil {
+			return fmt.Errorf("%w (delete %s to start over)", err, files.state)
+		}
+		log.Info("resumed", "update", tr.Updates(), "of", cfg.Steps)
+	}
+	record := trainLog{Command: "ttm train " + strings.Join(args, " "), Preset: p.Spec().Policy.Preset, Data: *data,
+		Episodes: len(eps), Steps: total, Params: nparams, Config: cfg}
+	checkpoint := func(tr *train.Trainer) error {
+		if err := p.SaveAs(files.ckpt, backbone); err != nil {
+			return fmt.Errorf("save checkpoint: %w", err)
+		}
+		if err := tr.SaveState(files.state); err != nil {
+			return fmt.Errorf("save training state: %w", err)
+		}
+		record.History = tr.History()
+		js, err := json.MarshalIndent(record, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := atomicfile.WriteBytes(files.log, append(js, '\n')); err != nil {
+			return err
+		}
+		if len(record.History) > 0 {
+			title := fmt.Sprintf("ttm train %s: %d episodes, batch %d x %d steps", record.Preset, len(eps), cfg.Batch, cfg.Window)
+			if err := train.PlotCurve(files.curve, title, record.History); err != nil {
+				return err
+			}
+		}
+		log.Info("checkpoint", "update", tr.Updates(), "file", files.ckpt)
+		return nil
+	}
+	stop := make(chan struct{})
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		if _, ok := <-sig; ok {
+			log.Warn("interrupted: finishing the update and writing a checkpoint")
+			close(stop)
+		}
+	}()
+	began := time.Now()
+	if err := tr.Run(*logEvery, *ckptEvery, checkpoint, stop); err != nil {
+		return err
+	}
+	log.Info("done", "updates", tr.Updates(), "took", time.Since(began).Round(time.Second),
+		"checkpoint", files.ckpt, "curve", files.curve, "log", files.log)
+	return nil
+}
+
+// loadTrainingSet reads the dataset's episodes as cached features,
+// encoding (and caching) those not cached yet.
+func loadTrainingSet(env *environment, p *policy.Policy, dir, cacheDir string, all bool) ([]*train.Episode, int, error) {
+	log := env.log.Named("data")
+	ix, err := sim.ReadIndex(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	if cacheDir == "" {
+		cacheDir = filepath.Join(dir, ".features")
+	}
+	cache, err := train.NewCache(cacheDir, p.Spec())
+	if err != nil {
+		return nil, 0, err
+	}
+	c, n, err := p.FeatureShape()
+	if err != nil {
+		return nil, 0, err
+	}
+	na := p.ActionSpace().Len()
+	var eps []*train.Episode
+	total, encoded, began := 0, 0, time.Now()
+	last := began
+	for i, e := range ix.Episodes {
+		if !e.Success && !all {
+			continue
+		}
+		name := strings.TrimSuffix(e.File, filepath.Ext(e.File))
+		ep, err := cache.Load(name, c*n, na)
+		if err != nil {
+			return nil, 0, err
+		}
+		if ep == nil {
+			rec, err := sim.ReadEpisode(filepath.Join(dir, e.File), sim.ReadOptions{})
+			if err != nil {
+				return nil, 0, err
+			}
+			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
+			for _, s := range rec.Steps {
+				if s.Action == nil {
+					return nil, 0, fmt.Errorf("episode %s: a frame without an action", e.File)
+				}
+				fr.Images = append(fr.Images, s.Image)
+				fr.Actions = append(fr.Actions, s.Action)
+			}
+			if ep, err = train.Encode(p, fr); err != nil {
+				return nil, 0, err
+			}
+			if err := cache.Store(ep, na); err != nil {
+				return nil, 0, err
+			}
+			encoded++
+		}
+		eps = append(eps, ep)
+		total += ep.Steps
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			log.Info("loading episodes", "done", fmt.Sprintf("%d/%d", i+1, len(ix.Episodes)), "encoded", encoded,
+				"frames/s", fmt.Sprintf("%.0f", float64(total)/time.Since(began).Seconds()))
+		}
+	}
+	if len(eps) == 0 {
+		return nil, 0, fmt.Errorf("dataset %s: no successful episodes (--all-episodes takes the others)", dir)
+	}
+	log.Info("episodes ready", "episodes", len(eps), "steps", total, "encoded", encoded, "cache", cache.Dir,
+		"took", time.Since(began).Round(time.Millisecond))
+	return eps, total, nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+func mustAbs(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return abs
+}
+
+// copyFile copies src to dst atomically.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteBytes(dst, b)
+}

@@ -1,0 +1,160 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/rostest"
+	"github.com/ttmrobot/ttm/sim"
+)
+
+// TestSimNodeWithROS runs the simulator node against Debian's roscore and
+// drives it with rostopic alone (no policy node): the latched instruction
+// and the headcam frames as rostopic sees them, frames published again
+// while no action comes, malformed actions refused without a step, a
+// well-formed action stepping the simulator, a terminate ending the
+// episode, the instruction latched again after a roscore restart, and a
+// run stopping with ErrNoActions when nothing drives it.
+func TestSimNodeWithROS(t *testing.T) {
+	m := rostest.StartMaster(t)
+	log, _ := newTestLogger(t)
+	const ns = "/simtest"
+	pick, _ := sim.TaskByName("pick")
+	drawer, _ := sim.TaskByName("drawer")
+	const seed, h, w = 5, 48, 64
+	instruction := func(task *sim.Task) string {
+		ep, err := sim.NewEpisode(task, seed, sim.Options{Height: h, Width: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ep.Close()
+		return ep.Instruction()
+	}
+
+	var mu sync.Mutex // mu guards frames
+	var frames []string
+	s, err := StartSim(context.Background(), SimConfig{
+		Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w,
+		ActionTimeout: 500 * time.Millisecond, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second,
+		ResetTimeout: time.Second, Log: log, PollInterval: 200 * time.Millisecond,
+		Frame: func(ep SimEpisode, step int, img []byte) {
+			if len(img) != h*w*3 {
+				t.Errorf("frame of %d bytes", len(img))
+			}
+			mu.Lock()
+			frames = append(frames, fmt.Sprintf("%s/%d", ep.Task.Name, step))
+			mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitConnected(t, s.sup, 1, 10*time.Second)
+
+	// What a policy node would see: the latched instruction and a frame.
+	res := m.RunParallel(toolTimeout,
+		[]string{"rostopic", "echo", "-n", "1", ns + "/instruction"},
+		[]string{"rostopic", "echo", "--noarr", "-n", "1", ns + "/headcam/image_raw"},
+		[]string{"rostopic", "info", ns + "/action"},
+	)
+	requireOK(t, res)
+	if got, want := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res[0].Out), "---")), fmt.Sprintf("data: %q", instruction(pick)); got != want {
+		t.Errorf("instruction topic: %q, want %q", got, want)
+	}
+	for _, want := range []string{"height: 48", "width: 64", `encoding: "rgb8"`, "step: 192", `frame_id: "headcam"`, "length: 9216>"} {
+		if !strings.Contains(res[1].Out, want) {
+			t.Errorf("headcam message lacks %q:\n%s", want, res[1].Out)
+		}
+	}
+	if !strings.Contains(res[2].Out, ns+"/ttm_sim") {
+		t.Errorf("the sim node does not subscribe %s/action:\n%s", ns, res[2].Out)
+	}
+	if st := s.Stats(); st.Republished == 0 || st.FramesPublished < 2 {
+		t.Errorf("no action for seconds, but the frame was not published again: %+v", st)
+	}
+
+	// Malformed actions: refused, no step.
+	res = m.RunParallel(toolTimeout,
+		[]string{"rostopic", "pub", "-1", ns + "/action", "std_msgs/Float32MultiArray", "{data: [1, 0.5, 0.5]}"},
+		[]string{"rostopic", "pub", "-1", ns + "/action", "std_msgs/Float32MultiArray", "{data: [1, .nan, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"},
+	)
+	requireOK(t, res)
+	rostest.WaitFor(t, 10*time.Second, "two refused actions", func() error {
+		if st := s.Stats(); st.Rejected < 2 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+	if st := s.Stats(); st.Steps != 0 || st.Rejected != 2 {
+		t.Fatalf("after two malformed actions: %+v; want 2 refused and no step", st)
+	}
+
+	// A well-formed arm action steps the simulator once.
+	m.MustRun(toolTimeout, "rostopic", "pub", "-1", ns+"/action", "std_msgs/Float32MultiArray", "{data: [1, 0.5, 0, 0, 0, 0, 0, -1, 0, 0, 0]}")
+	rostest.WaitFor(t, 10*time.Second, "one step", func() error {
+		if st := s.Stats(); st.Steps != 1 || st.Step != 1 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+
+	// roscore restarts: the node registers again and latches the
+	// instruction on the new master.
+	m.Restart()
+	waitConnected(t, s.sup, 2, 20*time.Second)
+	out := m.MustRun(toolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
+	if !strings.Contains(out, instruction(pick)) {
+		t.Errorf("after the restart the instruction topic holds %q", out)
+	}
+
+	// A terminate (no episode_done publisher: applied as it comes) ends the
+	// episode; the next one publishes its own instruction.
+	m.MustRun(toolTimeout, "rostopic", "pub", "-1", ns+"/action", "std_msgs/Float32MultiArray", "{data: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}")
+	rostest.WaitFor(t, 10*time.Second, "the second episode", func() error {
+		if st := s.Stats(); st.Episodes != 2 || st.EpisodesDone != 1 {
+			return fmt.Errorf("%+v", st)
+		}
+		return nil
+	})
+	out = m.MustRun(toolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
+	if !strings.Contains(out, instruction(drawer)) {
+		t.Errorf("second episode's instruction topic holds %q, want %q", out, instruction(drawer))
+	}
+
+	// Closing stops the run; the finished episode is reported.
+	s.Close()
+	results, err := s.Wait()
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Wait error %v, want context.Canceled", err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("results %+v, want the first episode's", results)
+	}
+	r := results[0]
+	if r.Task != "pick" || r.Seed != seed || r.Steps != 2 || !r.Terminated || r.Rejected != 2 || r.Stalled || r.Instruction != instruction(pick) {
+		t.Errorf("first episode %+v; want pick seed 5, 2 steps, terminated, 2 refused", r)
+	}
+	mu.Lock()
+	if got := strings.Join(frames, " "); got != "pick/0 pick/1 pick/2 drawer/0" {
+		t.Errorf("frames seen: %s", got)
+	}
+	mu.Unlock()
+
+	// Nothing drives a run: it stops with ErrNoActions after the start
+	// timeout.
+	start := time.Now()
+	_, err = RunSim(context.Background(), SimConfig{Args: argsFor(t, m, "ttm_sim_alone", "__ns:=/alone"), Tasks: []*sim.Task{pick},
+		Height: h, Width: w, ActionTimeout: 200 * time.Millisecond, StartTimeout: time.Second, NoReset: true, Log: log})
+	if !errors.Is(err, ErrNoActions) || !strings.Contains(err.Error(), "/alone/action") {
+		t.Errorf("RunSim with no policy node: %v, want ErrNoActions naming /alone/action", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("gave up after %v, want about the 1 s start timeout", d)
+	}
+}
