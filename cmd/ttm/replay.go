@@ -224,7 +224,6 @@ func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*repla
 	return rep, nil
 }
 
-
 func printReplay(env *environment, rep *replayReport) error {
 	fmt.Fprintf(env.stdout, "%s: %d steps (%d with recorded actions), instruction %q, policy %s%s\n", rep.Bag, rep.Steps, rep.Compared,
 		rep.Instruction, filepath.Base(rep.Policy), map[bool]string{true: " without memory", false: ""}[rep.NoMemory])

@@ -149,7 +149,6 @@ func gated(a []float32, i int) float32 {
 	return 0
 }
 
-
 func TestReplayRejects(t *testing.T) {
 	ckpt := smallPolicy(t)
 	dir := filepath.Join(t.TempDir(), "ds")
