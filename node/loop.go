@@ -418,7 +418,6 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 	return ReasonNone, l.cur.stamp
 }
 
-
 // publish sends l.out; acting says whether it is the policy's action.
 func (l *Loop) publish(sched time.Time, acting bool, reason Reason, stamp time.Time) {
 	if !finite32(l.out) { // unreachable: the filter lets nothing non-finite out

@@ -679,7 +679,6 @@ func TestLoopTickAllocatesNothing(t *testing.T) {
 	}
 }
 
-
 func TestNewLoopRejects(t *testing.T) {
 	p := loadPolicy(t, smallPath(t))
 	clock := NewManualClock(time.Unix(0, 0))
