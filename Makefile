@@ -111,7 +111,7 @@ soak: setup
 DEST ?= /opt/ttm/launch
 install-launch: build
 	mkdir -p $(DEST)/bin
-	cp launch/package.xml launch/*.launch launch/*.yaml launch/ttm_node $(DEST)/
+	cp launch/package.xml launch/*.launch launch/*.yaml launch/ttm_node launch/ttm_sim $(DEST)/
 	cp $(BIN) $(DEST)/bin/ttm
 
 FUZZTIME ?= 30s
