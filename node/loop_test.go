@@ -152,7 +152,7 @@ func checkFinite(t *testing.T, outs []Output) {
 }
 
 func TestLoopFailsClosedUntilFirstAction(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
 	h.next()
 	if n := len(h.sink.outputs()); n != 0 {
 		t.Fatalf("%d outputs with no frame and no instruction", n)
@@ -288,7 +288,7 @@ func TestLoopRateLimitedStop(t *testing.T) {
 }
 
 func TestLoopEStopLatches(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
 	h.in.SetInstruction("pick up the coke can")
 	h.actNow()
 	h.in.EStop()
@@ -307,7 +307,7 @@ func TestLoopEStopLatches(t *testing.T) {
 }
 
 func TestLoopHeartbeatAndEnable(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{HeartbeatTimeout: 250 * time.Millisecond})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{HeartbeatTimeout: 250 * time.Millisecond})
 	h.in.SetInstruction("pick up the coke can")
 	h.frame(0)
 	h.next()
@@ -366,7 +366,7 @@ func (g *gatedStepper) release() {
 }
 
 func TestLoopDeadlineMiss(t *testing.T) {
-	p := loadPolicy(t, smallPath(t))
+	p := loadPolicy(t, actingPath(t))
 	g := newGated(p)
 	period := 100 * time.Millisecond
 	h := newHarness(t, g, LoopConfig{Deadline: period / 2})
@@ -421,7 +421,7 @@ func TestLoopDeadlineMiss(t *testing.T) {
 // next tick, which finds the inference still running: both publish the
 // stop action, one per tick.
 func TestLoopBusyAfterMiss(t *testing.T) {
-	p := loadPolicy(t, smallPath(t))
+	p := loadPolicy(t, actingPath(t))
 	g := newGated(p)
 	h := newHarness(t, g, LoopConfig{})
 	h.in.SetInstruction("pick up the coke can")
@@ -447,7 +447,7 @@ func TestLoopBusyAfterMiss(t *testing.T) {
 }
 
 func TestLoopSkipsLateTicks(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
 	h.clock.Advance(5*h.loop.Period() + h.loop.Period()/2)
 	h.waitTicks(2)
 	time.Sleep(20 * time.Millisecond) // nothing else may run: the clock stands still
@@ -462,7 +462,7 @@ func TestLoopSkipsLateTicks(t *testing.T) {
 // A clock that goes backwards (ROS time restarting, a looping bag) restarts
 // the schedule from its new reading instead of waiting for the old one.
 func TestLoopClockJumpsBack(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
 	h.in.SetInstruction("pick up the coke can")
 	h.actNow()
 	h.clock.Advance(-time.Hour)
@@ -476,7 +476,7 @@ func TestLoopClockJumpsBack(t *testing.T) {
 }
 
 func TestLoopEpisodes(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{MaxSteps: 3})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{MaxSteps: 3})
 	h.in.SetInstruction("pick up the coke can")
 	for want := 1; want <= 2; want++ {
 		if o := h.actNow(); o.Step != want || o.Episode != 1 || o.Done {
@@ -517,7 +517,7 @@ func TestLoopEpisodes(t *testing.T) {
 }
 
 func TestLoopKeepsMemoryOnInstruction(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{KeepMemoryOnInstruction: true})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{KeepMemoryOnInstruction: true})
 	h.in.SetInstruction("pick up the coke can")
 	h.actNow()
 	h.in.SetInstruction("open the drawer")
@@ -580,7 +580,7 @@ func (s *switchStepper) NewState() *policy.State         { return s.good.NewStat
 func (s *switchStepper) ActionSpace() policy.ActionSpace { return s.good.ActionSpace() }
 
 func TestLoopNonFiniteModelOutput(t *testing.T) {
-	s := &switchStepper{good: loadPolicy(t, smallPath(t)), bad: loadPolicy(t, overflowCheckpoint(t))}
+	s := &switchStepper{good: loadPolicy(t, actingPath(t)), bad: loadPolicy(t, overflowCheckpoint(t))}
 	f, _ := vision.DecodeImage(SyntheticImage(128, 160, 1))
 	if err := s.bad.Step(&policy.Observation{Frame: f, Instruction: "x"}, s.bad.NewState(), make([]float32, 11)); !errors.Is(err, policy.ErrNonFinite) {
 		t.Fatalf("the overflowing policy's Step = %v, want ErrNonFinite", err)
@@ -606,7 +606,7 @@ func TestLoopNonFiniteModelOutput(t *testing.T) {
 }
 
 func TestLoopCompressedFrames(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, smallPath(t)), LoopConfig{})
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
 	h.in.SetInstruction("pick up the coke can")
 	img := image.NewRGBA(image.Rect(0, 0, 160, 128))
 	for y := range 128 {
@@ -649,7 +649,7 @@ func (s *allocSink) Status(string, Reason) {}
 // The control step allocates nothing in steady state: the tick, the
 // inference goroutine (policy step), the filter and the statistics.
 func TestLoopTickAllocatesNothing(t *testing.T) {
-	p := loadPolicy(t, smallPath(t))
+	p := loadPolicy(t, actingPath(t))
 	clock := &WallClock{} // a manual clock allocates a channel per move
 	in := NewInputs(clock)
 	sink := &allocSink{}
@@ -680,7 +680,7 @@ func TestLoopTickAllocatesNothing(t *testing.T) {
 }
 
 func TestNewLoopRejects(t *testing.T) {
-	p := loadPolicy(t, smallPath(t))
+	p := loadPolicy(t, actingPath(t))
 	clock := NewManualClock(time.Unix(0, 0))
 	for _, tc := range []struct {
 		cfg     LoopConfig
@@ -704,7 +704,7 @@ func TestNewLoopRejects(t *testing.T) {
 }
 
 func TestWarmup(t *testing.T) {
-	p := loadPolicy(t, smallPath(t))
+	p := loadPolicy(t, actingPath(t))
 	r, err := Warmup(p, 5, 128, 160, time.Hour)
 	if err != nil || r.Steps != 5 || r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
 		t.Fatalf("Warmup = %+v, %v", r, err)

@@ -100,3 +100,8 @@ func loadPolicy(t testing.TB, path string) *policy.Policy {
 	t.Cleanup(func() { p.Close() })
 	return p
 }
+
+// actingPath is the small policy biased to arm mode: a seeded policy's
+// mode is arbitrary, and one that terminates its episode at the first step
+// would end the loop tests' episodes before they look at them.
+func actingPath(t testing.TB) string { return modeCheckpoint(t, policy.ModeArm) }
