@@ -89,7 +89,7 @@ func TestTapeSummariserGradients(t *testing.T) {
 				t.Errorf("tape forward differs from the machine's by %.2e", e)
 			}
 
-			vars := []fdVar{{"input", in, dIn}}
+			vars := []fdVar{{Name: "input", X: in, Grad: dIn}}
 			if tc.prefix != "" {
 				ps := paramVars(f.m, f.grads, tc.prefix)
 				if len(ps) == 0 {
@@ -119,7 +119,7 @@ func TestTapeProcessorGradients(t *testing.T) {
 			if e := relErr(tapeOut, out); e > 1e-5 {
 				t.Errorf("tape forward differs from the machine's by %.2e", e)
 			}
-			vars := append([]fdVar{{"input", in, dIn}}, paramVars(f.m, f.grads, "")...)
+			vars := append([]fdVar{{Name: "input", X: in, Grad: dIn}}, paramVars(f.m, f.grads, "")...)
 			requireFD(t, f.r, vars, 4, func() float64 { forward(); return dot(out, g) })
 		})
 	}
@@ -215,7 +215,7 @@ func checkStepGradients(t *testing.T, c Config) {
 		f.mc.Step(mem, input, out)
 		return dot(out, gO) + dot(mem.Tokens, gM)
 	}
-	vars := append([]fdVar{{"input", input, dIn}, {"memory", mem0, dMem}}, paramVars(f.m, f.grads, "")...)
+	vars := append([]fdVar{{Name: "input", X: input, Grad: dIn}, {Name: "memory", X: mem0, Grad: dMem}}, paramVars(f.m, f.grads, "")...)
 	requireFD(t, f.r, vars, 3, loss)
 }
 
@@ -280,9 +280,9 @@ func checkWindowGradients(t *testing.T, c Config, steps int) {
 		}
 		return l + dot(mem.Tokens, gM)
 	}
-	vars := []fdVar{{"initial memory", mem0, dMem}}
+	vars := []fdVar{{Name: "initial memory", X: mem0, Grad: dMem}}
 	for s := 0; s < steps; s++ {
-		vars = append(vars, fdVar{"input " + string(rune('0'+s)), inputs[s*n*d : (s+1)*n*d], dInputs[s*n*d : (s+1)*n*d]})
+		vars = append(vars, fdVar{Name: "input " + string(rune('0'+s)), X: inputs[s*n*d : (s+1)*n*d], Grad: dInputs[s*n*d : (s+1)*n*d]})
 	}
 	vars = append(vars, paramVars(f.m, f.grads, "")...)
 	requireFD(t, f.r, vars, 3, loss)

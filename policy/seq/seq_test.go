@@ -126,10 +126,10 @@ func TestTapeGradientsFiniteDiff(t *testing.T) {
 				}
 				var vars []fdVar
 				for _, s := range m.Specs() {
-					vars = append(vars, fdVar{s.Name, m.Params()[s.Offset : s.Offset+s.Size], grads[s.Offset : s.Offset+s.Size]})
+					vars = append(vars, fdVar{Name: s.Name, X: m.Params()[s.Offset : s.Offset+s.Size], Grad: grads[s.Offset : s.Offset+s.Size]})
 				}
 				for s := range inputs {
-					vars = append(vars, fdVar{fmt.Sprintf("input[%d]", s), inputs[s], dIn[s]})
+					vars = append(vars, fdVar{Name: fmt.Sprintf("input[%d]", s), X: inputs[s], Grad: dIn[s]})
 				}
 				requireFD(t, r, vars, 3, loss)
 
