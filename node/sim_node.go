@@ -141,6 +141,10 @@ type SimStats struct {
 // service (answered once the policy's memory is reset), so the first step
 // of the new episode sees the new frame on a fresh memory; only actions
 // that arrive after that answer are applied.
+//
+// A frame goes out right after the action it follows, so the policy node's
+// next tick sees it almost a period old: the policy node's ~max_image_age
+// must be longer than its period, or it refuses every frame as stale.
 type SimNode struct {
 	conf  SimConfig
 	log   hclog.Logger

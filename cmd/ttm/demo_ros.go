@@ -131,6 +131,11 @@ func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath,
 	for {
 		p, err := startProc("policy node", logPath, self, "node", "--policy", ckpt, "--threads", strconv.Itoa(c.threads),
 			"_rate:="+strconv.FormatFloat(rate, 'g', -1, 64), "_warmup_steps:="+strconv.Itoa(demoWarmupSteps),
+			// In lockstep a frame goes out right after an action, almost a
+			// period before the tick that acts on it: the node must accept
+			// frames that old (its default, 0.5 s, is less than a period
+			// below 2 Hz).
+			"_max_image_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64),
 			"__name:=ttm_node", "__ns:="+c.ns, "__master:="+uri)
 		if err != nil {
 			return nil, 0, err

@@ -64,7 +64,9 @@ func TestDemo(t *testing.T) {
 		m := rostest.StartMaster(t)
 		t.Setenv("ROS_MASTER_URI", m.URI)
 		dir := t.TempDir()
-		code, stdout, stderr := runCmd(t, "demo", "--dir", dir, "--rate", "3", "--threads", "2", "--tasks", "drawer", "--max-steps", "3")
+		// 1.5 Hz: a period longer than the node's default max_image_age, which
+		// the demo must raise or every lockstep frame is stale.
+		code, stdout, stderr := runCmd(t, "demo", "--dir", dir, "--rate", "1.5", "--threads", "2", "--tasks", "drawer", "--max-steps", "3")
 		if code != 0 {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s\nnode log:\n%s", code, stdout, stderr, tail(filepath.Join(dir, "node.log"), 30))
 		}
