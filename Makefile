@@ -22,7 +22,7 @@ help:
 	@echo "make build   build $(BIN)"
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
-	@echo "make demo    the main job on its embedded default"
+	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations and train the small policy (TRAIN_STEPS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make soak    the node under load for SOAK (default 10m)"

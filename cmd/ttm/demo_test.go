@@ -82,6 +82,9 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(stdout, "drawer") {
 			t.Errorf("no drawer row:\n%s", stdout)
 		}
+		if stale := grepLines(filepath.Join(dir, "node.log"), "camera frame too old"); len(stale) > 0 {
+			t.Errorf("the policy node refused lockstep frames as stale:\n%s", strings.Join(stale, "\n"))
+		}
 	})
 }
 

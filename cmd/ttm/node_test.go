@@ -95,7 +95,7 @@ func TestNodeLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	cmd := exec.Command(rostest.Tool(t, "roslaunch"), "ttm", "sim.launch", "policy:="+ckpt, "threads:=2")
+	cmd := exec.Command(rostest.Tool(t, "roslaunch"), "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "simulator:=false")
 	cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1", "TTM_LOG_LEVEL=debug")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out lockedBuffer
