@@ -93,9 +93,10 @@ func (h *actionHead) actionTokens(tokens, a []float32) {
 	}
 }
 
-// decode computes the logits from the TTM output (r, d) into logits
-// (Σ width), using pooled (d) as scratch, and the action into a.
-func (h *actionHead) decode(a, logits, pooled, out []float32, r int) {
+// logitsOf computes logits (Σ width) = mean of the r output tokens out
+// (r, d), kept in pooled (d), through the head's Dense layer: the forward
+// pass both inference (decode) and training (Learner) take.
+func (h *actionHead) logitsOf(logits, pooled, out []float32, r int) {
 	d := h.dim
 	clear(pooled)
 	for t := 0; t < r; t++ {
@@ -106,6 +107,12 @@ func (h *actionHead) decode(a, logits, pooled, out []float32, r int) {
 		pooled[j] *= inv
 	}
 	nn.Dense(logits, pooled, h.kernel, h.bias, 1, d, h.width)
+}
+
+// decode computes the logits from the TTM output (r, d) into logits
+// (Σ width), using pooled (d) as scratch, and the action into a.
+func (h *actionHead) decode(a, logits, pooled, out []float32, r int) {
+	h.logitsOf(logits, pooled, out, r)
 	for i, dm := range h.space.Dims {
 		l := logits[h.offsets[i] : h.offsets[i]+outputWidth(dm)]
 		if dm.Bins == 0 {

@@ -307,15 +307,7 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	hd, g := l.p.head, l.gOwn
 	r, d := l.p.spec.TTM.ProcessSize, hd.dim
 	mode := int(math.Round(float64(a[DimMode])))
-	clear(l.pooled)
-	for t := range r {
-		nn.Add(l.pooled, l.outputs[t*d:(t+1)*d])
-	}
-	inv := 1 / float32(r)
-	for j := range l.pooled {
-		l.pooled[j] *= inv
-	}
-	nn.Dense(l.logits, l.pooled, hd.kernel, hd.bias, 1, d, hd.width)
+	hd.logitsOf(l.logits, l.pooled, l.outputs, r)
 	for i, dm := range hd.space.Dims {
 		lg := l.logits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
 		dl := l.dLogits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
@@ -341,6 +333,7 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	}
 	clear(l.dPooled)
 	nn.DenseBackward(l.dPooled, g.kernel, g.bias, l.dLogits, l.pooled, hd.kernel, 1, d, hd.width)
+	inv := 1 / float32(r) // the mean's factor, as logitsOf applies it
 	for t := range r {
 		row := dOut[t*d : (t+1)*d]
 		for j, v := range l.dPooled {
