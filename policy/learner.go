@@ -87,7 +87,7 @@ func (p *Policy) ParamSpecs(group string) []TensorSpec {
 // drops cached packed weights and instruction embeddings.
 func (p *Policy) ParamsChanged() {
 	p.model.ParamsChanged()
-	p.encoder = language.NewEncoder(p.lang, 64)
+	p.encoder.Invalidate()
 }
 
 // Tokenize tokenizes an instruction for the learner.
