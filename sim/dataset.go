@@ -28,6 +28,11 @@ type IndexEntry struct {
 	Seed        uint64 `json:"seed"`
 	Steps       int    `json:"steps"`
 	Success     bool   `json:"success"`
+	// Label is EpisodeInfo.Label: LabelExpert when the actions are the
+	// noise-free expert's labels of a DAgger rollout (such an episode
+	// teaches the expert's actions even when the rollout failed). Absent
+	// in older indexes: the agent's own actions.
+	Label string `json:"label,omitempty"`
 }
 
 // Index lists a dataset's episodes. Height and Width are the frames' size,
@@ -47,7 +52,7 @@ func EpisodeFile(task string, seed uint64) string { return fmt.Sprintf("%s-%06d.
 
 // IndexEntryFor describes a recorded episode.
 func IndexEntryFor(file string, info EpisodeInfo) IndexEntry {
-	return IndexEntry{File: file, Task: info.Task, Family: info.Family, Instruction: info.Instruction, Seed: info.Seed, Steps: info.Steps, Success: info.Success}
+	return IndexEntry{File: file, Task: info.Task, Family: info.Family, Instruction: info.Instruction, Seed: info.Seed, Steps: info.Steps, Success: info.Success, Label: info.Label}
 }
 
 // Find returns the position of the entry for file, or -1.

@@ -82,6 +82,10 @@ type EpisodeInfo struct {
 	// Expert holds the scripted expert's noise options, for expert
 	// episodes.
 	Expert *ExpertOptions `json:"expert,omitempty"`
+	// Label says whose actions the action topic holds when they are not
+	// the executed ones: LabelExpert for DAgger episodes (the noise-free
+	// expert's action on each state visited). Empty: the agent's own.
+	Label string `json:"label,omitempty"`
 }
 
 // TaskFamily is the family a task is scored under: its own name for the
@@ -119,6 +123,11 @@ type RecordOptions struct {
 	// Context interrupts the recording between two steps: the bag is
 	// aborted and RecordEpisode returns an error wrapping ErrInterrupted.
 	Context context.Context
+	// Label names whose labels a Labeler agent records in place of its
+	// executed actions (LabelExpert for a DAggerAgent); it goes to
+	// EpisodeInfo.Label. It is required for a Labeler and refused for
+	// other agents.
+	Label string
 }
 
 // ErrInterrupted reports a recording stopped by its context.
@@ -146,6 +155,7 @@ func actionLayout(space policy.ActionSpace) rosbag.MultiArrayLayout {
 //	instruction   std_msgs/String at t0 (latched for rosbag play)
 //	image         sensor_msgs/Image rgb8 per step k, stamped (header and record) t0 + k·Period, frame_id "headcam", seq k
 //	action        std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay: the action computed from frame k
+//	              (for a Labeler agent, its label of step k: see RecordOptions.Label)
 //	episode_done  std_msgs/Bool true at t0 + steps·Period
 //	info          std_msgs/String at t0 (latched): EpisodeInfo as JSON
 func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (Result, error) {
@@ -160,6 +170,12 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 	}
 	if opts.MaxSteps < 0 {
 		return Result{}, fmt.Errorf("sim: record %s: max steps %d is negative", path, opts.MaxSteps)
+	}
+	if _, ok := agent.(Labeler); ok != (opts.Label != "") {
+		if ok {
+			return Result{}, fmt.Errorf("sim: record %s: the agent labels its steps (sim.Labeler): RecordOptions.Label must say whose labels they are", path)
+		}
+		return Result{}, fmt.Errorf("sim: record %s: label %q, but the agent does not label its steps (not a sim.Labeler)", path, opts.Label)
 	}
 	if opts.Start.IsZero() {
 		opts.Start = time.Now()
@@ -262,14 +278,27 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 // Reset implements Agent for the wrapped agent.
 func (r *bagRecorder) Reset(instruction string) { r.agent.Reset(instruction) }
 
-// Act runs the wrapped agent and records its action.
+// Act runs the wrapped agent and records its action, or, for a Labeler,
+// its label of the step; the action it returns is executed either way.
 func (r *bagRecorder) Act(obs *Observation) ([]float32, error) {
 	a, err := r.agent.Act(obs)
 	if err != nil {
 		return nil, err
 	}
+	rec := a
+	if l, ok := r.agent.(Labeler); ok {
+		rec = l.Label()
+		if len(rec) != len(rt1.Dims) {
+			return nil, fmt.Errorf("label of %d values, want %d (policy.RT1 layout)", len(rec), len(rt1.Dims))
+		}
+		for i, v := range rec {
+			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+				return nil, fmt.Errorf("label %s is %v", rt1.Dims[i].Name, v)
+			}
+		}
+	}
 	t := r.stamp(time.Duration(obs.Step)*r.period + r.delay)
-	r.act.Data = a
+	r.act.Data = rec
 	if err := r.w.Write(r.topics.Action, t, &r.act); err != nil {
 		return nil, err
 	}
@@ -284,7 +313,7 @@ func (r *bagRecorder) finish(ep *Episode, res Result, opts RecordOptions, t0 ros
 	h, w := ep.ImageSize()
 	info := EpisodeInfo{Version: InfoVersion, Task: res.Task, Family: TaskFamily(ep.Task()), Memory: ep.Task().Memory,
 		Instruction: res.Instruction, Agent: opts.Agent, Seed: res.Seed, Steps: res.Steps, Success: res.Success, Terminated: res.Terminated,
-		Height: h, Width: w, Period: opts.Period.Seconds(), Start: opts.Start, Expert: opts.Expert}
+		Height: h, Width: w, Period: opts.Period.Seconds(), Start: opts.Start, Expert: opts.Expert, Label: opts.Label}
 	b, err := json.Marshal(info)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -21,8 +22,15 @@ func init() {
 	register(command{name: "record", summary: "record episodes as ROS bags: a dataset from the experts or a policy, or live topics", run: runRecord})
 }
 
-const recordSynopsis = `(--experts | --policy CKPT.safetensors [--no-memory]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
-       ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]`
+const recordSynopsis = `(--experts | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
+       ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]
+
+With --policy --label expert the dataset is for DAgger: the policy acts (at each
+step, with probability --beta, the noise-free scripted expert's action is
+executed instead) and every step is labelled with the action the expert would
+take in the state the rollout reached. The index names the agent
+"dagger:CKPT:beta=B" and marks each episode "label": "expert"; ttm train keeps
+such episodes even when the rollout failed.`
 
 // runRecord builds a dataset folder, one bag per episode and index.json,
 // or with --ros records the node's live topics to one bag.
@@ -36,6 +44,8 @@ func runRecord(env *environment, args []string) error {
 	fl.BoolVar(experts, "expert", false, "same as --experts")
 	policyPath := fl.String("policy", "", "record rollouts of the policy in this checkpoint `file`")
 	noMemory := fl.Bool("no-memory", false, "policy: zero the TTM memory before every step")
+	label := fl.String("label", "", "policy: record this `label` in place of the policy's actions; only \"expert\" (DAgger: the noise-free expert's action on each state visited)")
+	beta := fl.Float64("beta", 0, "with --label: probability in [0, 1] that a step executes the expert's action instead of the policy's")
 	live := fl.Bool("ros", false, "record the live topics of a running node (image, instruction, action, episode_done) to --out FILE.bag")
 	duration := fl.Duration("duration", 0, "--ros: stop after this long (0: at SIGINT)")
 	out := fl.String("out", "", "dataset `folder` (or with --ros the bag file)")
@@ -59,7 +69,7 @@ func runRecord(env *environment, args []string) error {
 	defer stop()
 
 	if *live {
-		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "no-memory", "max-steps"} {
+		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "no-memory", "max-steps", "label", "beta"} {
 			if given[f] {
 				return fmt.Errorf("%w: --%s does not apply to --ros", errUsage, f)
 			}
@@ -71,6 +81,16 @@ func runRecord(env *environment, args []string) error {
 	}
 	if *experts == (*policyPath != "") {
 		return fmt.Errorf("%w: give exactly one of --experts, --policy and --ros", errUsage)
+	}
+	switch {
+	case given["label"] && *label != sim.LabelExpert:
+		return fmt.Errorf("%w: --label %q: the only labels are %q (the scripted expert's)", errUsage, *label, sim.LabelExpert)
+	case given["label"] && *experts:
+		return fmt.Errorf("%w: --label is for --policy rollouts (the experts' actions are their own labels)", errUsage)
+	case given["beta"] && !given["label"]:
+		return fmt.Errorf("%w: --beta needs --label expert", errUsage)
+	case math.IsNaN(*beta) || *beta < 0 || *beta > 1:
+		return fmt.Errorf("%w: --beta %v: want a probability in [0, 1]", errUsage, *beta)
 	}
 	cfg := datasetConfig{dir: *out, episodes: *episodes, seed: *seed, maxSteps: *maxSteps}
 	if cfg.tasks, err = sim.SelectTasks(*tasks); err != nil {
@@ -91,7 +111,7 @@ func runRecord(env *environment, args []string) error {
 		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause}
 		cfg.expert = &x
 		cfg.agentName = fmt.Sprintf("expert noise=%g base_noise=%g pause=%g", x.Noise, x.BaseNoise, x.PauseProb)
-		cfg.newAgent = func(ep *sim.Episode) sim.Agent { return sim.ExpertAgent{Expert: ep.Expert(x)} }
+		cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) { return sim.ExpertAgent{Expert: ep.Expert(x)}, nil }
 	} else {
 		if given["noise"] || given["base-noise"] || given["pause"] {
 			return fmt.Errorf("%w: --noise, --base-noise and --pause are for --experts", errUsage)
@@ -107,10 +127,15 @@ func runRecord(env *environment, args []string) error {
 		}
 		agent := newPolicyAgent(p)
 		cfg.agentName = "policy:" + filepath.Base(*policyPath)
+		cfg.newAgent = func(*sim.Episode) (sim.Agent, error) { return agent, nil }
+		if *label != "" {
+			cfg.agentName = fmt.Sprintf("dagger:%s:beta=%g", filepath.Base(*policyPath), *beta)
+			cfg.label = *label
+			cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) { return sim.NewEpisodeDAgger(ep, agent, *beta) }
+		}
 		if *noMemory {
 			cfg.agentName += " no-memory"
 		}
-		cfg.newAgent = func(*sim.Episode) sim.Agent { return agent }
 	}
 	if cfg.maxSteps > 0 {
 		cfg.agentName += fmt.Sprintf(" max_steps=%d", cfg.maxSteps)
@@ -128,7 +153,8 @@ type datasetConfig struct {
 	h, w      int
 	agentName string
 	expert    *sim.ExpertOptions
-	newAgent  func(ep *sim.Episode) sim.Agent
+	label     string // sim.LabelExpert for DAgger rollouts
+	newAgent  func(ep *sim.Episode) (sim.Agent, error)
 }
 
 // errInterrupted is returned when SIGINT or SIGTERM stopped a recording.
@@ -177,7 +203,7 @@ func recordDataset(ctx context.Context, env *environment, cfg datasetConfig) err
 					return err
 				}
 				ix.Episodes = append(ix.Episodes, sim.IndexEntry{File: file, Task: res.Task, Family: sim.TaskFamily(task),
-					Instruction: res.Instruction, Seed: res.Seed, Steps: res.Steps, Success: res.Success})
+					Instruction: res.Instruction, Seed: res.Seed, Steps: res.Steps, Success: res.Success, Label: cfg.label})
 				if err := sim.WriteIndex(cfg.dir, ix); err != nil {
 					return err
 				}
@@ -232,8 +258,12 @@ func recordOne(ctx context.Context, cfg datasetConfig, task *sim.Task, seed uint
 		return sim.Result{}, err
 	}
 	defer ep.Close()
-	return sim.RecordEpisode(filepath.Join(cfg.dir, file), ep, cfg.newAgent(ep),
-		sim.RecordOptions{Agent: cfg.agentName, Expert: cfg.expert, MaxSteps: cfg.maxSteps, Context: ctx})
+	agent, err := cfg.newAgent(ep)
+	if err != nil {
+		return sim.Result{}, err
+	}
+	return sim.RecordEpisode(filepath.Join(cfg.dir, file), ep, agent,
+		sim.RecordOptions{Agent: cfg.agentName, Expert: cfg.expert, MaxSteps: cfg.maxSteps, Context: ctx, Label: cfg.label})
 }
 
 func printDatasetTable(env *environment, ix *sim.Index) error {

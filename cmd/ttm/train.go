@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -35,7 +36,8 @@ func newTrainFiles(out string) trainFiles {
 type trainLog struct {
 	Command  string         `json:"command"`
 	Preset   string         `json:"preset"`
-	Data     string         `json:"data"`
+	Data     string         `json:"data"` // --data: the dataset folders, separated by commas
+	Datasets []datasetUse   `json:"datasets"`
 	Episodes int            `json:"episodes"`
 	Steps    int            `json:"dataset_steps"`
 	Params   int            `json:"trainable_parameters"`
@@ -43,10 +45,25 @@ type trainLog struct {
 	History  []train.Record `json:"history"`
 }
 
+// datasetUse is what a training run took from one dataset folder.
+type datasetUse struct {
+	Dir      string `json:"dir"`
+	Indexed  int    `json:"indexed"`  // episodes in its index
+	Episodes int    `json:"episodes"` // episodes trained on
+	Steps    int    `json:"steps"`
+	// ExpertLabelled counts the episodes trained on whose actions are the
+	// expert's labels (DAgger rollouts), FailedKept those of them whose
+	// rollout failed, Skipped the failed episodes left out.
+	ExpertLabelled int `json:"expert_labelled"`
+	FailedKept     int `json:"failed_kept"`
+	Skipped        int `json:"skipped"`
+}
+
 func runTrain(env *environment, args []string) error {
 	def := train.DefaultConfig()
-	fl := newFlags(env, "train", "--data DIR --preset small|robot|robot-b3 --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
-	data := fl.String("data", "", "dataset `folder` (index.json and episode bags, from ttm record)")
+	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset small|robot|robot-b3 --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
+	data := fl.String("data", "", "dataset `folders` separated by commas (index.json and episode bags, from ttm record); "+
+		"failed episodes are skipped unless --all-episodes, except expert-labelled ones (ttm record --label expert)")
 	preset := fl.String("preset", "small", "policy preset for fresh weights (ignored with --init or when resuming)")
 	out := fl.String("out", "", "checkpoint `file` to write; its training state, JSON log and learning curve go beside it")
 	initFrom := fl.String("init", "", "start from this checkpoint `file` instead of fresh weights")
@@ -60,14 +77,18 @@ func runTrain(env *environment, args []string) error {
 	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
-	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed")
+	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
-	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features)")
+	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
 	if err := requireFlag("data", *data); err != nil {
+		return err
+	}
+	dirs, err := splitDataFlag(*data)
+	if err != nil {
 		return err
 	}
 	if err := requireFlag("out", *out); err != nil {
@@ -114,7 +135,7 @@ func runTrain(env *environment, args []string) error {
 		backbone = files.backbone
 	}
 
-	eps, total, err := loadTrainingSet(env, p, *data, *cacheDir, *allEpisodes)
+	eps, total, uses, err := loadTrainingSet(env, p, dirs, *cacheDir, *allEpisodes)
 	if err != nil {
 		return err
 	}
@@ -134,7 +155,7 @@ func runTrain(env *environment, args []string) error {
 		}
 		log.Info("resumed", "update", tr.Updates(), "of", cfg.Steps)
 	}
-	record := trainLog{Command: "ttm train " + strings.Join(args, " "), Preset: p.Spec().Policy.Preset, Data: *data,
+	record := trainLog{Command: "ttm train " + strings.Join(args, " "), Preset: p.Spec().Policy.Preset, Data: *data, Datasets: uses,
 		Episodes: len(eps), Steps: total, Params: nparams, Config: cfg}
 	checkpoint := func(tr *train.Trainer) error {
 		if err := p.SaveAs(files.ckpt, backbone); err != nil {
@@ -179,73 +200,154 @@ func runTrain(env *environment, args []string) error {
 	return nil
 }
 
-// loadTrainingSet reads the dataset's episodes as cached features,
-// encoding (and caching) those not cached yet.
-func loadTrainingSet(env *environment, p *policy.Policy, dir, cacheDir string, all bool) ([]*train.Episode, int, error) {
+// splitDataFlag splits --data into dataset folders: one, or several
+// separated by commas; each named once.
+func splitDataFlag(data string) ([]string, error) {
+	var dirs []string
+	seen := map[string]string{}
+	for _, d := range strings.Split(data, ",") {
+		if strings.TrimSpace(d) == "" {
+			return nil, fmt.Errorf("%w: --data %q: an empty folder name", errUsage, data)
+		}
+		abs := mustAbs(d)
+		if prev, dup := seen[abs]; dup {
+			return nil, fmt.Errorf("%w: --data names the folder %s twice (%q and %q)", errUsage, abs, prev, d)
+		}
+		seen[abs] = d
+		dirs = append(dirs, d)
+	}
+	return dirs, nil
+}
+
+// loadTrainingSet reads the datasets' episodes as cached features,
+// encoding (and caching) those not cached yet. Episodes that failed are
+// skipped unless all, except expert-labelled ones (DAgger rollouts: their
+// actions are the expert's, whatever the rollout did). Each dataset has its
+// own feature cache: DIR/.features, or with cacheDir and several datasets
+// a subfolder of cacheDir per dataset. With several datasets, episodes are
+// named by their folder's absolute path and bag, so the trainer's record of
+// its episodes (which resuming checks) tells the datasets apart.
+func loadTrainingSet(env *environment, p *policy.Policy, dirs []string, cacheDir string, all bool) ([]*train.Episode, int, []datasetUse, error) {
+	var eps []*train.Episode
+	var uses []datasetUse
+	total := 0
+	for _, dir := range dirs {
+		cache := cacheDir
+		switch {
+		case cache == "":
+			cache = filepath.Join(dir, ".features")
+		case len(dirs) > 1:
+			cache = filepath.Join(cache, datasetCacheName(dir))
+		}
+		qualify := ""
+		if len(dirs) > 1 {
+			qualify = mustAbs(dir)
+		}
+		got, use, err := loadDataset(env, p, dir, cache, qualify, all)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		eps = append(eps, got...)
+		total += use.Steps
+		uses = append(uses, use)
+	}
+	if len(eps) == 0 {
+		what := "dataset " + dirs[0]
+		if len(dirs) > 1 {
+			what = "datasets " + strings.Join(dirs, ", ")
+		}
+		return nil, 0, nil, fmt.Errorf("%s: no successful or expert-labelled episodes (--all-episodes takes the others)", what)
+	}
+	return eps, total, uses, nil
+}
+
+// datasetCacheName is a dataset's subfolder in a shared --cache folder:
+// its base name and a digest of its absolute path, so two datasets'
+// episodes of the same name never share a cache file.
+func datasetCacheName(dir string) string {
+	sum := sha256.Sum256([]byte(mustAbs(dir)))
+	return fmt.Sprintf("%s-%x", filepath.Base(mustAbs(dir)), sum[:6])
+}
+
+// loadDataset reads one dataset's episodes (see loadTrainingSet); their
+// names are prefixed with qualify and "/" when qualify is not empty.
+func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify string, all bool) ([]*train.Episode, datasetUse, error) {
 	log := env.log.Named("data")
+	use := datasetUse{Dir: dir}
 	ix, err := sim.ReadIndex(dir)
 	if err != nil {
-		return nil, 0, err
+		return nil, use, err
 	}
-	if cacheDir == "" {
-		cacheDir = filepath.Join(dir, ".features")
-	}
+	use.Indexed = len(ix.Episodes)
 	cache, err := train.NewCache(cacheDir, p.Spec())
 	if err != nil {
-		return nil, 0, err
+		return nil, use, err
 	}
 	c, n, err := p.FeatureShape()
 	if err != nil {
-		return nil, 0, err
+		return nil, use, err
 	}
 	na := p.ActionSpace().Len()
 	var eps []*train.Episode
-	total, encoded, began := 0, 0, time.Now()
+	encoded, began := 0, time.Now()
 	last := began
 	for i, e := range ix.Episodes {
-		if !e.Success && !all {
+		expert := e.Label == sim.LabelExpert
+		if !e.Success && !expert && !all {
+			use.Skipped++
 			continue
 		}
 		name := strings.TrimSuffix(e.File, filepath.Ext(e.File))
 		ep, err := cache.Load(name, c*n, na)
 		if err != nil {
-			return nil, 0, err
+			return nil, use, err
 		}
 		if ep == nil {
 			rec, err := sim.ReadEpisode(filepath.Join(dir, e.File), sim.ReadOptions{})
 			if err != nil {
-				return nil, 0, err
+				return nil, use, err
+			}
+			if rec.Info.Label != e.Label {
+				return nil, use, fmt.Errorf("dataset %s: the index labels %s %q, the bag %q", dir, e.File, e.Label, rec.Info.Label)
 			}
 			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
 			for _, s := range rec.Steps {
 				if s.Action == nil {
-					return nil, 0, fmt.Errorf("episode %s: a frame without an action", e.File)
+					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
 				}
 				fr.Images = append(fr.Images, s.Image)
 				fr.Actions = append(fr.Actions, s.Action)
 			}
 			if ep, err = train.Encode(p, fr); err != nil {
-				return nil, 0, err
+				return nil, use, err
 			}
 			if err := cache.Store(ep, na); err != nil {
-				return nil, 0, err
+				return nil, use, err
 			}
 			encoded++
 		}
+		if qualify != "" {
+			ep.Name = qualify + "/" + ep.Name
+		}
 		eps = append(eps, ep)
-		total += ep.Steps
+		use.Episodes++
+		use.Steps += ep.Steps
+		if expert {
+			use.ExpertLabelled++
+			if !e.Success {
+				use.FailedKept++
+			}
+		}
 		if time.Since(last) > 5*time.Second {
 			last = time.Now()
-			log.Info("loading episodes", "done", fmt.Sprintf("%d/%d", i+1, len(ix.Episodes)), "encoded", encoded,
-				"frames/s", fmt.Sprintf("%.0f", float64(total)/time.Since(began).Seconds()))
+			log.Info("loading episodes", "dir", dir, "done", fmt.Sprintf("%d/%d", i+1, len(ix.Episodes)), "encoded", encoded,
+				"frames/s", fmt.Sprintf("%.0f", float64(use.Steps)/time.Since(began).Seconds()))
 		}
 	}
-	if len(eps) == 0 {
-		return nil, 0, fmt.Errorf("dataset %s: no successful episodes (--all-episodes takes the others)", dir)
-	}
-	log.Info("episodes ready", "episodes", len(eps), "steps", total, "encoded", encoded, "cache", cache.Dir,
+	log.Info("episodes ready", "dir", dir, "episodes", use.Episodes, "steps", use.Steps, "expert_labelled", use.ExpertLabelled,
+		"failed_kept", use.FailedKept, "skipped", use.Skipped, "encoded", encoded, "cache", cache.Dir,
 		"took", time.Since(began).Round(time.Millisecond))
-	return eps, total, nil
+	return eps, use, nil
 }
 
 func fileExists(path string) bool {
