@@ -199,6 +199,23 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	return p.StepTokens(p.frame, st, action)
 }
 
+// StepFeatures is Step from the frame's backbone feature map (C, N), as
+// Features wrote it: the head, the TTM and the action head run, the
+// backbone does not (replays of cached episodes, diagnostics).
+func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, action []float32) error {
+	if p.front == nil {
+		return errors.New("policy: no front end: use StepTokens")
+	}
+	emb, err := p.Embed(obs)
+	if err != nil {
+		return err
+	}
+	if err := p.front.EncodeFromFeatures(p.frame, features, emb); err != nil {
+		return err
+	}
+	return p.StepTokens(p.frame, st, action)
+}
+
 // StepTokens is Step from a frame's tokens (K, d), already computed by the
 // front end: the same computation for cached features (training, replay of
 // encoded episodes).

@@ -126,6 +126,37 @@ func TestStepIsDeterministicAndReplayable(t *testing.T) {
 	}
 }
 
+// TestStepFeaturesEqualsStep: a step from the frame's cached feature map
+// (Features) gives the same action and memory as a step from the frame.
+func TestStepFeaturesEqualsStep(t *testing.T) {
+	p := loadSmall(t, Options{})
+	c, n, err := p.FeatureShape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	feat := make([]float32, c*n)
+	sa, sb := p.NewState(), p.NewState()
+	a, b := make([]float32, 11), make([]float32, 11)
+	for i := range 3 {
+		obs := &Observation{Frame: frame(uint64(i)), Instruction: "pick the coke can"}
+		if err := p.Step(obs, sa, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Features(feat, obs.Frame); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.StepFeatures(feat, obs, sb, b); err != nil {
+			t.Fatal(err)
+		}
+		if !equal(a, b) || sa.Hash() != sb.Hash() {
+			t.Fatalf("step %d: StepFeatures %v, Step %v", i, b, a)
+		}
+	}
+	if err := p.StepFeatures(feat[1:], &Observation{Instruction: "pick"}, sb, b); err == nil {
+		t.Error("a short feature map was accepted")
+	}
+}
+
 func equal(a, b []float32) bool {
 	for i := range a {
 		if a[i] != b[i] {

@@ -43,3 +43,18 @@ func (c *camera) project(q Vec3) (u, v float64) {
 // facing reports whether a face with outward normal n through point p
 // faces the camera.
 func (c *camera) facing(p, n Vec3) bool { return n.Dot(c.pos.Sub(p)) > 0 }
+
+// ImagePoint is where world point p appears in the head camera's image of
+// h rows and w columns in state s, in pixels (column u, row v); ok is false
+// for a point behind the camera. For diagnostics and overlays: a policy
+// sees only the image.
+func ImagePoint(s *State, h, w int, p Vec3) (u, v float64, ok bool) {
+	var c camera
+	c.set(s, h, w)
+	q := c.toCam(p)
+	if q[2] <= 0 {
+		return 0, 0, false
+	}
+	u, v = c.project(q)
+	return u, v, true
+}

@@ -329,3 +329,29 @@ func TestBaseCannotPushHandIntoCounter(t *testing.T) {
 		t.Errorf("base moved to %v and pushed the hand into the cabinet", s.Base.X)
 	}
 }
+
+// TestImagePoint: the point on the camera's optical axis lands on the image
+// centre, a point to the robot's left lands left of it and one higher up
+// lands above it, and a point behind the camera is not in the image.
+func TestImagePoint(t *testing.T) {
+	var s State
+	s.Base = Pose{X: 0.1, Y: -0.2, Yaw: 0.3}
+	const h, w = 128, 160
+	var c camera
+	c.set(&s, h, w)
+	ahead := c.pos.Add(c.fwd.Scale(1.5))
+	u, v, ok := ImagePoint(&s, h, w, ahead)
+	if !ok || math.Abs(u-(w-1)/2.0) > 1e-9 || math.Abs(v-(h-1)/2.0) > 1e-9 {
+		t.Fatalf("optical axis at (%v, %v, %v), want the centre", u, v, ok)
+	}
+	left := ahead.Add(rotZ(Vec3{0, 0.1, 0}, s.Base.Yaw))
+	if ul, _, _ := ImagePoint(&s, h, w, left); ul >= u {
+		t.Errorf("a point to the left at column %v, the centre is %v", ul, u)
+	}
+	if _, vu, _ := ImagePoint(&s, h, w, ahead.Add(Vec3{0, 0, 0.1})); vu >= v {
+		t.Errorf("a higher point at row %v, the centre is %v", vu, v)
+	}
+	if _, _, ok := ImagePoint(&s, h, w, c.pos.Sub(c.fwd)); ok {
+		t.Error("a point behind the camera is in the image")
+	}
+}

@@ -122,6 +122,25 @@ func (f *FrontEnd) EncodeInto(out []float32, frame Frame, embedding []float32) e
 	return nil
 }
 
+// EncodeFromFeatures is EncodeInto from a feature map (C, h, w) the
+// backbone made earlier (a training cache): only the head runs.
+func (f *FrontEnd) EncodeFromFeatures(out, features, embedding []float32) error {
+	if f.cfg.Head.FiLM == FiLMBackbone {
+		return errors.New("vision: features of a backbone with a FiLM input depend on the instruction; cannot encode them alone")
+	}
+	if embedding == nil {
+		embedding = f.noFiLM
+	}
+	if len(embedding) != f.cfg.Head.EmbeddingDim {
+		return fmt.Errorf("vision: instruction embedding of %d values, the front end takes %d", len(embedding), f.cfg.Head.EmbeddingDim)
+	}
+	if len(features) != len(f.features) {
+		return fmt.Errorf("vision: feature map of %d values, the backbone makes %d", len(features), len(f.features))
+	}
+	f.head.Forward(out, f.acts, features, embedding)
+	return nil
+}
+
 // EncodeFeatures runs one frame through preprocessing and the backbone
 // only, and copies the feature map (C, h, w) into dst: what training
 // caches, since the backbone is frozen. The front end's FiLM must be in

@@ -40,6 +40,17 @@ type HeadConfig struct {
 	// hold): TokenLearner pools by content, so without it a token says what
 	// it saw but hardly where, which a policy driving to an object needs.
 	Positions int `json:"positions,omitempty"`
+	// PositionGridWidth, when positive, starts the positional embedding as
+	// a 2-D sine-cosine code of (row, column) on a grid this many positions
+	// wide (ViT/MAE style) instead of small random values: nearby positions
+	// start with similar codes, so a token's pooled code says where it
+	// pooled from before any training.
+	PositionGridWidth int `json:"position_grid_width,omitempty"`
+	// Keypoints makes the last of the Tokens a keypoint token (spatial
+	// soft-argmax of every channel, see KeypointsForward) instead of a
+	// TokenLearner token. It needs PositionGridWidth (the grid) and at
+	// least 2 Tokens.
+	Keypoints bool `json:"keypoints,omitempty"`
 }
 
 // WithDefaults returns c with unset fields at their defaults.
@@ -83,6 +94,12 @@ func (c HeadConfig) Validate() error {
 	}
 	if c.Positions < 0 || c.Positions > maxWidth {
 		return fmt.Errorf("vision head: positions = %d must be within 0..%d", c.Positions, maxWidth)
+	}
+	if g := c.PositionGridWidth; g < 0 || g > 0 && (c.Positions == 0 || c.Positions%g != 0) {
+		return fmt.Errorf("vision head: position_grid_width = %d must divide positions = %d", g, c.Positions)
+	}
+	if c.Keypoints && (c.PositionGridWidth == 0 || c.Tokens < 2) {
+		return fmt.Errorf("vision head: keypoints need position_grid_width and at least 2 tokens (have %d and %d)", c.PositionGridWidth, c.Tokens)
 	}
 	switch c.FiLM {
 	case FiLMHead, FiLMBackbone:

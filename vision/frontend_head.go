@@ -23,6 +23,7 @@ type paramInit struct {
 	kind          paramInitKind
 	fanIn, fanOut int     // xavier
 	std           float64 // normal
+	gridWidth     int     // sincos2d: positions per row
 }
 
 type paramInitKind int
@@ -32,6 +33,7 @@ const (
 	initOnes
 	initXavier
 	initNormal
+	initSinCos2D
 )
 
 func (in paramInit) fill(dst []float32, r *rand.Rand) {
@@ -51,6 +53,8 @@ func (in paramInit) fill(dst []float32, r *rand.Rand) {
 		for i := range dst {
 			dst[i] = float32(r.NormFloat64() * in.std)
 		}
+	case initSinCos2D:
+		sinCos2D(dst, in.gridWidth, in.fanOut)
 	default:
 		panic(fmt.Sprintf("vision: unknown initialiser %d", in.kind))
 	}
@@ -65,6 +69,7 @@ type HeadParams struct {
 	PosEmbed     []float32 // (Positions, d), or nil without positional embedding
 	FiLM         FiLMParams
 	TokenLearner TokenLearnerParams
+	Keypoints    KeypointParams // nil views without HeadConfig.Keypoints
 }
 
 // Head is the trainable Go side of the front end: a 1x1 projection of the
@@ -111,7 +116,10 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	mlpBias := paramInit{kind: initNormal, std: 1e-6} // scenic MlpBlock
 	add("conv1x1/kernel", xavier(C, d), C, d)
 	add("conv1x1/bias", zeros, d)
-	if c.Positions > 0 {
+	switch {
+	case c.Positions > 0 && c.PositionGridWidth > 0:
+		add("pos_embedding", paramInit{kind: initSinCos2D, gridWidth: c.PositionGridWidth, fanOut: d}, c.Positions, d)
+	case c.Positions > 0:
 		add("pos_embedding", paramInit{kind: initNormal, std: 0.02}, c.Positions, d)
 	}
 	if c.FiLM == FiLMHead {
@@ -125,8 +133,16 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add(tl+"LayerNorm_0/bias", zeros, d)
 	add(tl+"token_masking/Dense_0/kernel", xavier(d, hid), d, hid)
 	add(tl+"token_masking/Dense_0/bias", mlpBias, hid)
+	if c.Keypoints {
+		k--
+	}
 	add(tl+"token_masking/Dense_1/kernel", xavier(hid, k), hid, k)
 	add(tl+"token_masking/Dense_1/bias", mlpBias, k)
+	if c.Keypoints {
+		add("keypoints/scale", ones, d)
+		add("keypoints/dense/kernel", xavier(2*d, d), 2*d, d)
+		add("keypoints/dense/bias", zeros, d)
+	}
 	return specs
 }
 
@@ -155,6 +171,7 @@ func (h *Head) View(flat []float32) HeadParams {
 			Kernel0: v[tl+"token_masking/Dense_0/kernel"], Bias0: v[tl+"token_masking/Dense_0/bias"],
 			Kernel1: v[tl+"token_masking/Dense_1/kernel"], Bias1: v[tl+"token_masking/Dense_1/bias"],
 		},
+		Keypoints: KeypointParams{Scale: v["keypoints/scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
 	}
 }
 
@@ -180,6 +197,7 @@ type HeadActs struct {
 	Beta  []float32 // (d) FiLM shift, e·W_a + b_a
 	FiLM  []float32 // (N, d) after FiLM: TokenLearner's input
 	TL    *TokenLearnerActs
+	KP    *KeypointActs // nil without keypoints
 
 	dX, dProj, dGamma, dBeta []float32 // backward scratch: (N, d), (N, d), (d), (d)
 }
@@ -188,11 +206,15 @@ type HeadActs struct {
 func (h *Head) NewActs(n int) *HeadActs {
 	c := h.Config
 	d := c.Dim
-	return &HeadActs{
+	a := &HeadActs{
 		N: n, Proj: make([]float32, n*d), Gamma: make([]float32, d), Beta: make([]float32, d),
-		FiLM: make([]float32, n*d), TL: NewTokenLearnerActs(n, d, c.TokenLearnerHidden, c.Tokens),
+		FiLM: make([]float32, n*d), TL: NewTokenLearnerActs(n, d, c.TokenLearnerHidden, h.learnedTokens()),
 		dX: make([]float32, n*d), dProj: make([]float32, n*d), dGamma: make([]float32, d), dBeta: make([]float32, d),
 	}
+	if c.Keypoints {
+		a.KP = NewKeypointActs(n, d, c.PositionGridWidth)
+	}
+	return a
 }
 
 // ProjectForward applies the 1x1 convolution to a channel-major feature
@@ -235,7 +257,20 @@ func (h *Head) Forward(out []float32, a *HeadActs, feat, e []float32) {
 		FiLMForward(a.FiLM, a.Proj, a.Gamma, a.Beta, n, d)
 		x = a.FiLM
 	}
-	TokenLearnerForward(out, a.TL, x, &h.P.TokenLearner, float32(c.LayerNormEps))
+	k := h.learnedTokens()
+	TokenLearnerForward(out[:k*d], a.TL, x, &h.P.TokenLearner, float32(c.LayerNormEps))
+	if c.Keypoints {
+		KeypointsForward(out[k*d:(k+1)*d], a.KP, x, &h.P.Keypoints)
+	}
+}
+
+// learnedTokens is the number of TokenLearner tokens: all of Tokens, or
+// all but the keypoint token.
+func (h *Head) learnedTokens() int {
+	if h.Config.Keypoints {
+		return h.Config.Tokens - 1
+	}
+	return h.Config.Tokens
 }
 
 // Backward accumulates the gradients of Forward into g (a View of a
@@ -246,18 +281,47 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	n, d := a.N, c.Dim
 	dProj := a.dProj
 	clear(dProj)
+	k := h.learnedTokens()
 	if c.FiLM == FiLMHead {
 		clear(a.dX)
-		TokenLearnerBackward(a.dX, &g.TokenLearner, dOut, a.TL, a.FiLM, &h.P.TokenLearner)
+		TokenLearnerBackward(a.dX, &g.TokenLearner, dOut[:k*d], a.TL, a.FiLM, &h.P.TokenLearner)
+		if c.Keypoints {
+			KeypointsBackward(a.dX, &g.Keypoints, dOut[k*d:(k+1)*d], a.KP, a.FiLM, &h.P.Keypoints)
+		}
 		clear(a.dGamma)
 		clear(a.dBeta)
 		FiLMBackward(dProj, a.dGamma, a.dBeta, a.dX, a.Proj, a.Gamma, n, d)
 		FiLMCoefficientsBackward(dEmb, &g.FiLM, a.dGamma, a.dBeta, e, &h.P.FiLM, c.EmbeddingDim, d)
 	} else {
-		TokenLearnerBackward(dProj, &g.TokenLearner, dOut, a.TL, a.Proj, &h.P.TokenLearner)
+		TokenLearnerBackward(dProj, &g.TokenLearner, dOut[:k*d], a.TL, a.Proj, &h.P.TokenLearner)
+		if c.Keypoints {
+			KeypointsBackward(dProj, &g.Keypoints, dOut[k*d:(k+1)*d], a.KP, a.Proj, &h.P.Keypoints)
+		}
 	}
 	if g.PosEmbed != nil {
 		nn.Add(g.PosEmbed[:n*d], dProj)
 	}
 	ProjectBackward(dFeat, g.ProjKernel, g.ProjBias, dProj, feat, h.P.ProjKernel, c.FeatureChannels, n, d)
+}
+
+// sinCos2D writes the 2-D sine-cosine code of a grid of positions, width
+// per row, into dst (positions, d), scaled by 1/2 so that it does not drown
+// the projected features: the first half of each row codes the row index,
+// the second half the column, each as sin and cos pairs at frequencies from
+// one radian per position down to 1/100 (a grid of tens of positions
+// needs none lower).
+func sinCos2D(dst []float32, width, d int) {
+	const scale, lowest = 0.5, 0.01
+	q := d / 4 // frequencies per axis
+	for p := range len(dst) / d {
+		row := dst[p*d : (p+1)*d]
+		clear(row)
+		for axis, x := range [2]float64{float64(p / width), float64(p % width)} {
+			for k := range q {
+				w := math.Pow(lowest, float64(k)/float64(max(q-1, 1)))
+				row[axis*2*q+2*k] = float32(scale * math.Sin(x*w))
+				row[axis*2*q+2*k+1] = float32(scale * math.Cos(x*w))
+			}
+		}
+	}
 }

@@ -97,9 +97,20 @@ func TestHeadFiLMStartsAsIdentity(t *testing.T) {
 
 func TestHeadGradients(t *testing.T) {
 	r := rand.New(rand.NewPCG(35, 36))
-	for _, film := range []FiLMPlacement{FiLMHead, FiLMBackbone} {
-		t.Run(string(film), func(t *testing.T) {
+	for _, tc := range []struct {
+		film      FiLMPlacement
+		keypoints bool
+	}{{FiLMHead, false}, {FiLMBackbone, false}, {FiLMHead, true}, {FiLMBackbone, true}} {
+		film := tc.film
+		name := string(film)
+		if tc.keypoints {
+			name += "+keypoints"
+		}
+		t.Run(name, func(t *testing.T) {
 			c := HeadConfig{FeatureChannels: 5, Dim: 6, EmbeddingDim: 3, Tokens: 2, TokenLearnerHidden: 4, FiLM: film}
+			if tc.keypoints {
+				c.Positions, c.PositionGridWidth, c.Keypoints = 4, 2, true
+			}
 			h := randomHead(t, c, r)
 			const n = 4
 			feat, e := randFloats(r, 5*n, 1), randFloats(r, 3, 1)
@@ -125,6 +136,33 @@ func TestHeadGradients(t *testing.T) {
 				gradCheck(t, s.Name, h.Params[s.Offset:s.Offset+s.Size], grads[s.Offset:s.Offset+s.Size], loss, 12, r)
 			}
 		})
+	}
+}
+
+// TestKeypointsByHand checks the soft-argmax on a 2x2 grid: channel 0 has
+// logits 0, ln 3, 0, 0, so probabilities 1/6, 3/6, 1/6, 1/6 over positions
+// (x, y) = (-1, -1), (1, -1), (-1, 1), (1, 1), and its keypoint is
+// (1/3, -1/3); channel 1 is flat, keypoint (0, 0). Coords holds the x of
+// every channel, then the y.
+func TestKeypointsByHand(t *testing.T) {
+	const n, d = 4, 2
+	a := NewKeypointActs(n, d, 2)
+	// x (N, d): channel 0 carries the logits, channel 1 is flat.
+	x := []float32{0, 5, float32(math.Log(3)), 5, 0, 5, 0, 5}
+	p := &KeypointParams{Scale: []float32{1, 1}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
+	// Kernel (2d, d) as identity on the first d rows: the token is the x coordinates.
+	p.Kernel[0*d+0], p.Kernel[1*d+1] = 1, 1
+	p.Bias[1] = 0.25
+	out := make([]float32, d)
+	KeypointsForward(out, a, x, p)
+	want := []float32{1.0 / 3, 0, -1.0 / 3, 0}
+	for i, w := range want {
+		if math.Abs(float64(a.Coords[i]-w)) > 1e-6 {
+			t.Errorf("coordinate %d = %v, want %v", i, a.Coords[i], w)
+		}
+	}
+	if math.Abs(float64(out[0]-1.0/3)) > 1e-6 || math.Abs(float64(out[1]-0.25)) > 1e-6 {
+		t.Errorf("token %v, want [1/3 0.25]", out)
 	}
 }
 

@@ -1,0 +1,105 @@
+package vision
+
+import "github.com/ttmrobot/ttm/internal/nn"
+
+// Keypoints is a spatial soft-argmax (Levine et al. 2016, "End-to-end
+// training of deep visuomotor policies"): each of the d channels of a
+// feature map becomes a probability map over the N positions, and its
+// expected (x, y) image coordinates are the channel's keypoint. A Dense
+// turns the 2d coordinates into one token. TokenLearner tokens carry where
+// they pooled from only through the positional embedding mixed into their
+// values; a keypoint token states coordinates as values, which a policy
+// reaching for an object needs precisely.
+
+// KeypointParams are the keypoint token's tensors.
+type KeypointParams struct {
+	Scale  []float32 // (d) per-channel softmax temperature (inverse)
+	Kernel []float32 // (2d, d): [x coordinates ; y coordinates] to the token
+	Bias   []float32 // (d)
+}
+
+// KeypointActs holds one frame's keypoint activations and scratch space.
+type KeypointActs struct {
+	N, D, GridWidth int
+	GX, GY          []float32 // (N) each position's column and row in [-1, 1]
+	Probs           []float32 // (d, N) softmax over positions, per channel
+	Coords          []float32 // (2d) expected x of every channel, then y
+
+	dCoords, dProbs []float32 // (2d), (d, N)
+}
+
+// NewKeypointActs allocates activations for a map of n positions, gridWidth
+// per row, and d channels.
+func NewKeypointActs(n, d, gridWidth int) *KeypointActs {
+	a := &KeypointActs{N: n, D: d, GridWidth: gridWidth,
+		GX: make([]float32, n), GY: make([]float32, n),
+		Probs: make([]float32, d*n), Coords: make([]float32, 2*d),
+		dCoords: make([]float32, 2*d), dProbs: make([]float32, d*n)}
+	rows := n / gridWidth
+	for p := range n {
+		a.GX[p] = gridCoord(p%gridWidth, gridWidth)
+		a.GY[p] = gridCoord(p/gridWidth, rows)
+	}
+	return a
+}
+
+// gridCoord maps index i of n cells to the cell centre's coordinate in
+// [-1, 1] (0 for a single cell).
+func gridCoord(i, n int) float32 {
+	if n < 2 {
+		return 0
+	}
+	return float32(2*float64(i)/float64(n-1) - 1)
+}
+
+// KeypointsForward writes the keypoint token out (d) of x (N, d).
+func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointParams) {
+	n, d := a.N, a.D
+	mustHave("KeypointsForward x", x, n*d)
+	mustHave("KeypointsForward out", out, d)
+	for j := range d {
+		row := a.Probs[j*n : (j+1)*n]
+		s := p.Scale[j]
+		for i := range n {
+			row[i] = s * x[i*d+j]
+		}
+	}
+	nn.SoftmaxRowsForward(a.Probs, d, n)
+	for j := range d {
+		row := a.Probs[j*n : (j+1)*n]
+		var sx, sy float32
+		for i, w := range row {
+			sx += w * a.GX[i]
+			sy += w * a.GY[i]
+		}
+		a.Coords[j], a.Coords[d+j] = sx, sy
+	}
+	nn.Dense(out, a.Coords, p.Kernel, p.Bias, 1, 2*d, d)
+}
+
+// KeypointsBackward accumulates the gradients of KeypointsForward into g
+// and dX (N, d). dOut (d); a and x are the forward pass's.
+func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *KeypointActs, x []float32, p *KeypointParams) {
+	n, d := a.N, a.D
+	mustHave("KeypointsBackward dX", dX, n*d)
+	clear(a.dCoords)
+	nn.DenseBackward(a.dCoords, g.Kernel, g.Bias, dOut, a.Coords, p.Kernel, 1, 2*d, d)
+	for j := range d {
+		dx, dy := a.dCoords[j], a.dCoords[d+j]
+		row := a.dProbs[j*n : (j+1)*n]
+		for i := range n {
+			row[i] = dx*a.GX[i] + dy*a.GY[i]
+		}
+	}
+	nn.SoftmaxRowsBackward(a.dProbs, a.Probs, d, n) // now d(logits)
+	for j := range d {
+		row := a.dProbs[j*n : (j+1)*n]
+		s := p.Scale[j]
+		var ds float64
+		for i, v := range row {
+			dX[i*d+j] += s * v
+			ds += float64(v * x[i*d+j])
+		}
+		g.Scale[j] += float32(ds)
+	}
+}
