@@ -23,6 +23,7 @@ type paramInit struct {
 	kind          paramInitKind
 	fanIn, fanOut int     // xavier
 	std           float64 // normal
+	value         float64 // const
 	gridWidth     int     // sincos2d: positions per row
 }
 
@@ -34,6 +35,7 @@ const (
 	initXavier
 	initNormal
 	initSinCos2D
+	initConst
 )
 
 func (in paramInit) fill(dst []float32, r *rand.Rand) {
@@ -52,6 +54,10 @@ func (in paramInit) fill(dst []float32, r *rand.Rand) {
 	case initNormal:
 		for i := range dst {
 			dst[i] = float32(r.NormFloat64() * in.std)
+		}
+	case initConst:
+		for i := range dst {
+			dst[i] = float32(in.value)
 		}
 	case initSinCos2D:
 		sinCos2D(dst, in.gridWidth, in.fanOut)
@@ -139,7 +145,7 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add(tl+"token_masking/Dense_1/kernel", xavier(hid, k), hid, k)
 	add(tl+"token_masking/Dense_1/bias", mlpBias, k)
 	if c.Keypoints {
-		add("keypoints/scale", ones, d)
+		add("keypoints/log_scale", paramInit{kind: initConst, value: KeypointLogScaleInit}, d)
 		add("keypoints/dense/kernel", xavier(2*d, d), 2*d, d)
 		add("keypoints/dense/bias", zeros, d)
 	}
@@ -171,7 +177,7 @@ func (h *Head) View(flat []float32) HeadParams {
 			Kernel0: v[tl+"token_masking/Dense_0/kernel"], Bias0: v[tl+"token_masking/Dense_0/bias"],
 			Kernel1: v[tl+"token_masking/Dense_1/kernel"], Bias1: v[tl+"token_masking/Dense_1/bias"],
 		},
-		Keypoints: KeypointParams{Scale: v["keypoints/scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
+		Keypoints: KeypointParams{LogScale: v["keypoints/log_scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
 	}
 }
 

@@ -149,7 +149,7 @@ func TestKeypointsByHand(t *testing.T) {
 	a := NewKeypointActs(n, d, 2)
 	// x (N, d): channel 0 carries the logits, channel 1 is flat.
 	x := []float32{0, 5, float32(math.Log(3)), 5, 0, 5, 0, 5}
-	p := &KeypointParams{Scale: []float32{1, 1}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
+	p := &KeypointParams{LogScale: []float32{0, 0}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
 	// Kernel (2d, d) as identity on the first d rows: the token is the x coordinates.
 	p.Kernel[0*d+0], p.Kernel[1*d+1] = 1, 1
 	p.Bias[1] = 0.25
@@ -230,7 +230,7 @@ func TestHeadSpecsAndInit(t *testing.T) {
 
 func TestHeadDoesNotAllocate(t *testing.T) {
 	r := rand.New(rand.NewPCG(37, 38))
-	h := randomHead(t, HeadConfig{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16}, r)
+	h := randomHead(t, HeadConfig{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true}, r)
 	const n = 25
 	feat, e := randFloats(r, 64*n, 1), randFloats(r, 16, 1)
 	a := h.NewActs(n)
@@ -252,9 +252,42 @@ func TestHeadConfigRejects(t *testing.T) {
 		{FeatureChannels: 8, Dim: 1 << 20},
 		{FeatureChannels: 8, FiLM: "everywhere"},
 		{FeatureChannels: 8, LayerNormEps: -1},
+		{FeatureChannels: 8, Positions: 10, PositionGridWidth: 3},
+		{FeatureChannels: 8, PositionGridWidth: 2},
+		{FeatureChannels: 8, Keypoints: true},
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, Keypoints: true, Tokens: 1},
 	} {
 		if _, err := NewHead(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
+	}
+}
+
+// TestSinCos2D: position (row 1, column 2) of a grid 3 wide with d = 8
+// holds 0.5·(sin, cos) of 1 and of 0.01 for the row, then of 2 and 0.02 for
+// the column; and codes of neighbours are closer than codes of far cells.
+func TestSinCos2D(t *testing.T) {
+	const width, d = 3, 8
+	dst := make([]float32, 6*d)
+	sinCos2D(dst, width, d)
+	row := dst[5*d : 6*d]
+	want := []float64{math.Sin(1), math.Cos(1), math.Sin(0.01), math.Cos(0.01), math.Sin(2), math.Cos(2), math.Sin(0.02), math.Cos(0.02)}
+	for i, w := range want {
+		if math.Abs(float64(row[i])-0.5*w) > 1e-6 {
+			t.Errorf("value %d = %v, want %v", i, row[i], 0.5*w)
+		}
+	}
+	big := make([]float32, 16*20*64)
+	sinCos2D(big, 20, 64)
+	dist := func(a, b int) float64 {
+		var s float64
+		for k := range 64 {
+			v := float64(big[a*64+k] - big[b*64+k])
+			s += v * v
+		}
+		return s
+	}
+	if near, far := dist(5*20+5, 5*20+6), dist(5*20+5, 12*20+17); near >= far {
+		t.Errorf("neighbour distance %v, far distance %v", near, far)
 	}
 }

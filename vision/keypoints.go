@@ -1,6 +1,16 @@
 package vision
 
-import "github.com/ttmrobot/ttm/internal/nn"
+import (
+	"math"
+
+	"github.com/ttmrobot/ttm/internal/nn"
+)
+
+// KeypointLogScaleInit starts every channel's softmax at inverse
+// temperature 3: projected features vary by about one unit across the map,
+// so the few most active positions already dominate each channel's
+// distribution (a keypoint, not the map's centroid) before any training.
+var KeypointLogScaleInit = math.Log(3)
 
 // Keypoints is a spatial soft-argmax (Levine et al. 2016, "End-to-end
 // training of deep visuomotor policies"): each of the d channels of a
@@ -13,7 +23,10 @@ import "github.com/ttmrobot/ttm/internal/nn"
 
 // KeypointParams are the keypoint token's tensors.
 type KeypointParams struct {
-	Scale  []float32 // (d) per-channel softmax temperature (inverse)
+	// LogScale (d) is the log of each channel's inverse softmax temperature:
+	// a log so that Adam's roughly fixed step size changes the sharpness
+	// by a factor, not by a fixed amount.
+	LogScale []float32
 	Kernel []float32 // (2d, d): [x coordinates ; y coordinates] to the token
 	Bias   []float32 // (d)
 }
@@ -59,7 +72,7 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 	mustHave("KeypointsForward out", out, d)
 	for j := range d {
 		row := a.Probs[j*n : (j+1)*n]
-		s := p.Scale[j]
+		s := float32(math.Exp(float64(p.LogScale[j])))
 		for i := range n {
 			row[i] = s * x[i*d+j]
 		}
@@ -94,12 +107,12 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 	nn.SoftmaxRowsBackward(a.dProbs, a.Probs, d, n) // now d(logits)
 	for j := range d {
 		row := a.dProbs[j*n : (j+1)*n]
-		s := p.Scale[j]
+		s := float32(math.Exp(float64(p.LogScale[j])))
 		var ds float64
 		for i, v := range row {
 			dX[i*d+j] += s * v
 			ds += float64(v * x[i*d+j])
 		}
-		g.Scale[j] += float32(ds)
+		g.LogScale[j] += float32(ds) * s
 	}
 }
