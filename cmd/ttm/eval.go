@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -63,7 +64,7 @@ func runEval(env *environment, args []string) error {
 	workers := fl.Int("workers", 0, "episodes played in parallel (default: the number of CPUs), each worker with its own copy of each policy")
 	shard := fl.String("shard", "", "run only shard `i/N` of the episodes and write a partial ledger for ttm eval merge")
 	videos := fl.Int("videos", 0, "record the first K episodes of every task and run as GIFs")
-	size := fl.String("size", "256x320", "headcam image size HxW")
+	size := fl.String("size", "256x320", "headcam image size HxW (default: the first checkpoint's input size; 256x320 with --expert alone)")
 	data := fl.String("data", "", "offline: score the checkpoints on the recorded episodes in `DIR` instead of closed loop")
 	out := fl.String("out", "", "output `DIR`")
 	if err := parseFlags(fl, args, false); err != nil {
@@ -99,6 +100,20 @@ func runEval(env *environment, args []string) error {
 	cfg := eval.Config{Tasks: taskList, Episodes: *episodes, Seed: *seed, Rate: *rate, Workers: *workers, Videos: *videos, Log: env.log}
 	if cfg.Height, cfg.Width, err = sim.ParseSize(*size); err != nil {
 		return fmt.Errorf("%w: --size: %v", errUsage, err)
+	}
+	given := false
+	fl.Visit(func(f *flag.Flag) { given = given || f.Name == "size" })
+	if !given && len(policies) > 0 {
+		// Frames rendered at another size would be resized to one the
+		// policy never saw in training: render at its own input size.
+		p, err := policy.Load(policies[0], policy.Options{Log: env.log, Threads: 1})
+		if err != nil {
+			return err
+		}
+		pre := p.Spec().Vision.Preprocess
+		p.Close()
+		cfg.Height, cfg.Width = pre.Height, pre.Width
+		env.log.Info("frame size from the checkpoint", "size", fmt.Sprintf("%dx%d", cfg.Height, cfg.Width), "checkpoint", policies[0])
 	}
 	if cfg.Latency, err = eval.ParseLatency(*latency); err != nil {
 		return fmt.Errorf("%w: --latency: %v", errUsage, err)

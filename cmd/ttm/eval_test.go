@@ -21,7 +21,11 @@ func ledgerOf(t *testing.T, dir string) (raw []byte, l struct {
 		SuccessRate float64 `json:"success_rate"`
 		Episodes    int     `json:"episodes"`
 	} `json:"per_family"`
-	Runs []struct{ Name string } `json:"runs"`
+	Runs  []struct{ Name string } `json:"runs"`
+	Setup struct {
+		Height int `json:"height"`
+		Width  int `json:"width"`
+	} `json:"setup"`
 }) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "ledger.json"))
@@ -98,11 +102,14 @@ func TestEvalPolicies(t *testing.T) {
 	}
 	out := filepath.Join(dir, "out")
 	code, stdout, stderr := runCmd(t, "eval", "--policy", ckpts[0]+","+ckpts[1], "--ablations", "nomem,knockout",
-		"--tasks", "pick,cue_pick", "--episodes", "1", "--size", "64x80", "--out", out)
+		"--tasks", "pick,cue_pick", "--episodes", "1", "--out", out)
 	if code != 0 {
 		t.Fatalf("eval: exit %d: %s", code, stderr)
 	}
 	_, l := ledgerOf(t, out)
+	if l.Setup.Height != 64 || l.Setup.Width != 80 {
+		t.Errorf("frames %dx%d without --size, want the checkpoint's 64x80", l.Setup.Height, l.Setup.Width)
+	}
 	var names []string
 	for _, r := range l.Runs {
 		names = append(names, r.Name)
