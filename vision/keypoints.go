@@ -27,8 +27,8 @@ type KeypointParams struct {
 	// a log so that Adam's roughly fixed step size changes the sharpness
 	// by a factor, not by a fixed amount.
 	LogScale []float32
-	Kernel []float32 // (2d, d): [x coordinates ; y coordinates] to the token
-	Bias   []float32 // (d)
+	Kernel   []float32 // (2d, d): [x coordinates ; y coordinates] to the token
+	Bias     []float32 // (d)
 }
 
 // KeypointActs holds one frame's keypoint activations and scratch space.
