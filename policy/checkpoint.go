@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/hashicorp/go-hclog"
@@ -11,6 +12,7 @@ import (
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -20,6 +22,10 @@ import (
 //	metadata  policy.config, ttm.config, vision.config, language.config, language.vocab
 //	tensors   policy/...  (action embeddings, head)
 //	          ttm/...     (Flax names, see package ttm)
+//	          seq/<name>/... (instead of ttm/... for another sequence model
+//	                      than the TTM: policy.config's "model"; its
+//	                      configuration in the metadata under seq.config,
+//	                      ttm.config still giving the width and tokens)
 //	          vision/...  (1x1 projection, FiLM, TokenLearner)
 //	          language/... (instruction embedding)
 //
@@ -72,6 +78,9 @@ func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) erro
 	if err := spec.Validate(); err != nil {
 		return err
 	}
+	if spec.Policy.Model == "ttm" {
+		spec.Policy.Model = "" // the default: the checkpoint is today's TTM checkpoint, bit for bit
+	}
 	dir := filepath.Dir(out)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -99,11 +108,6 @@ func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) erro
 	}
 	spec.Vision.Backbone.File, spec.Vision.Backbone.SHA256 = rel, sum
 
-	model, err := ttm.NewModel(spec.TTM)
-	if err != nil {
-		return err
-	}
-	model.Init(seed)
 	vhead, err := vision.NewHead(spec.Vision.Head)
 	if err != nil {
 		return err
@@ -118,17 +122,53 @@ func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) erro
 		return err
 	}
 	lang.Init(seed)
-	p := assemble(spec, model, vhead, lang, nil)
+	var p *Policy
+	if spec.Policy.usesSeq() {
+		m, err := seq.New(spec.Policy.Model, SeqConfig(spec.TTM))
+		if err != nil {
+			return err
+		}
+		m.Init(seed)
+		p = assembleSeq(spec, m, vhead, lang, nil)
+	} else {
+		model, err := ttm.NewModel(spec.TTM)
+		if err != nil {
+			return err
+		}
+		model.Init(seed)
+		p = assemble(spec, model, vhead, lang, nil)
+	}
 	p.initOwn(seed)
 	return p.Save(out)
 }
+
+// SeqConfigKey is the metadata key of a non-TTM sequence model's
+// configuration (seq.Model.ConfigJSON), and SeqPrefix the prefix of its
+// tensors, followed by the model's name and "/".
+const (
+	SeqConfigKey = "seq.config"
+	SeqPrefix    = "seq/"
+)
+
+// seqTensorPrefix is the prefix of the tensors of the sequence model name.
+func seqTensorPrefix(name string) string { return SeqPrefix + name + "/" }
 
 // Save writes the policy's checkpoint (without the backbone file, which it
 // names).
 func (p *Policy) Save(path string) error {
 	f := safetensors.New()
 	f.Metadata[ConfigKey] = p.spec.Policy.JSON()
-	p.model.AddTo(f, ttm.Prefix)
+	if p.seqModel != nil {
+		// ttm.config keeps the width and token budget the policy is built on.
+		f.Metadata[ttm.ConfigKey] = p.spec.TTM.JSON()
+		f.Metadata[SeqConfigKey] = p.seqModel.ConfigJSON()
+		prefix, params := seqTensorPrefix(p.seqModel.Name()), p.seqModel.Params()
+		for _, s := range p.seqModel.Specs() {
+			f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
+		}
+	} else {
+		p.model.AddTo(f, ttm.Prefix)
+	}
 	if err := vision.AddFrontEnd(f, p.spec.Vision, p.visionHd, vision.Prefix); err != nil {
 		return err
 	}
@@ -209,9 +249,18 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	model, err := ttm.FromFile(f, ttm.Prefix)
-	if err != nil {
-		return nil, err
+	var model *ttm.Model
+	var sm seq.Model
+	var tc ttm.Config
+	if pc.usesSeq() {
+		if sm, tc, err = seqFromFile(f, pc.Model); err != nil {
+			return nil, err
+		}
+	} else {
+		if model, err = ttm.FromFile(f, ttm.Prefix); err != nil {
+			return nil, err
+		}
+		tc = model.Config
 	}
 	vcfg, vhead, err := vision.FrontEndFromFile(f, vision.Prefix)
 	if err != nil {
@@ -221,11 +270,16 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec := Spec{Policy: pc, TTM: model.Config, Vision: vcfg, Language: lang.Config}
+	spec := Spec{Policy: pc, TTM: tc, Vision: vcfg, Language: lang.Config}
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	p := assemble(spec, model, vhead, lang, nil)
+	var p *Policy
+	if sm != nil {
+		p = assembleSeq(spec, sm, vhead, lang, nil)
+	} else {
+		p = assemble(spec, model, vhead, lang, nil)
+	}
 	var problems []string
 	known := map[string]bool{}
 	for _, s := range p.specs {
@@ -253,6 +307,90 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 		return nil, fmt.Errorf("checkpoint does not match its configuration:\n  %s", strings.Join(problems, "\n  "))
 	}
 	return p, nil
+}
+
+// seqFromFile reads the sequence model name of a checkpoint: its
+// configuration (seq.config), the TTM configuration that fixes the
+// policy's width and tokens (ttm.config), and its tensors (seq/<name>/...),
+// each checked.
+func seqFromFile(f *safetensors.File, name string) (seq.Model, ttm.Config, error) {
+	js, ok := f.Metadata[ttm.ConfigKey]
+	if !ok {
+		return nil, ttm.Config{}, fmt.Errorf("no %q entry in the checkpoint metadata", ttm.ConfigKey)
+	}
+	tc, err := ttm.ParseConfig([]byte(js))
+	if err != nil {
+		return nil, ttm.Config{}, err
+	}
+	sjs, ok := f.Metadata[SeqConfigKey]
+	if !ok {
+		return nil, ttm.Config{}, fmt.Errorf("no %q entry in the checkpoint metadata (the policy names the sequence model %q)", SeqConfigKey, name)
+	}
+	// Build the model empty to learn its tensors, then load them.
+	empty, err := seqShell(name, sjs)
+	if err != nil {
+		return nil, ttm.Config{}, err
+	}
+	if sh := empty.Shape(); sh.InputTokens != tc.InputTokens || sh.OutputTokens != tc.ProcessSize || sh.Dim != tc.Dim {
+		return nil, ttm.Config{}, fmt.Errorf("seq %s: %d input tokens, %d output tokens of width %d; ttm.config has %d, %d and %d",
+			name, sh.InputTokens, sh.OutputTokens, sh.Dim, tc.InputTokens, tc.ProcessSize, tc.Dim)
+	}
+	params := make([]float32, len(empty.Params()))
+	prefix := seqTensorPrefix(name)
+	var problems []string
+	known := map[string]bool{}
+	for _, s := range empty.Specs() {
+		tn := prefix + s.Name
+		known[tn] = true
+		t, ok := f.Tensors[tn]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", tn, s.Shape))
+		case !equalShape(t.Shape, s.Shape):
+			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", tn, t.Shape, s.Shape))
+		default:
+			if err := t.Float32(params[s.Offset : s.Offset+s.Size]); err != nil {
+				problems = append(problems, fmt.Sprintf("tensor %s: %v", tn, err))
+			}
+		}
+	}
+	for tn := range f.Tensors {
+		if (strings.HasPrefix(tn, SeqPrefix) || strings.HasPrefix(tn, ttm.Prefix)) && !known[tn] {
+			problems = append(problems, "unexpected tensor "+tn)
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return nil, ttm.Config{}, fmt.Errorf("checkpoint does not match its sequence model %s:\n  %s", name, strings.Join(problems, "\n  "))
+	}
+	m, err := seq.FromJSON(name, sjs, params)
+	if err != nil {
+		return nil, ttm.Config{}, err
+	}
+	return m, tc, nil
+}
+
+// seqShell builds the sequence model name from its stored configuration
+// (seq.Model.ConfigJSON: for the TTM variants a ttm.Config), with zero
+// parameters.
+func seqShell(name, configJSON string) (seq.Model, error) {
+	switch name {
+	case "ttm", "ttm-nomem", "erase-add":
+		tc, err := ttm.ParseConfig([]byte(configJSON))
+		if err != nil {
+			return nil, fmt.Errorf("seq %s: %w", name, err)
+		}
+		m, err := ttm.NewModel(tc)
+		if err != nil {
+			return nil, fmt.Errorf("seq %s: %w", name, err)
+		}
+		return seq.WrapTTM(name, m)
+	}
+	c, err := seq.ParseConfig(name, []byte(configJSON))
+	if err != nil {
+		return nil, err
+	}
+	return seq.New(name, c)
 }
 
 func equalShape(a, b []int) bool {

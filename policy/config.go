@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -39,6 +41,37 @@ type Config struct {
 	// near perfect offline, no progress closed loop); blind, the policy
 	// must read the phase of the task from the frames and its memory.
 	BlindActions bool `json:"blind_actions,omitempty"`
+	// Model is the sequence model between the input tokens and the action
+	// head, a name of seq.Names(). Empty (or "ttm") is the Token Turing
+	// Machine of package ttm with its own tensors (ttm/...); any other
+	// name is a seq.Model at the TTM configuration's width, depth and token
+	// budget (SeqConfig), its tensors under SeqPrefix.
+	Model string `json:"model,omitempty"`
+}
+
+// ModelName is the sequence model's registry name: "ttm" when Model is
+// empty.
+func (c Config) ModelName() string {
+	if c.Model == "" {
+		return "ttm"
+	}
+	return c.Model
+}
+
+// usesSeq reports whether the policy runs a seq.Model rather than the ttm
+// package's machine directly.
+func (c Config) usesSeq() bool { return c.Model != "" && c.Model != "ttm" }
+
+// SeqConfig is the seq.Config of a non-TTM sequence model: the TTM
+// configuration's input and output tokens, width, depth, heads and MLP
+// width (the paper compares its models at equal width, depth and token
+// budget), the rest at the seq defaults.
+func SeqConfig(c ttm.Config) seq.Config {
+	return seq.Config{
+		InputTokens: c.InputTokens, OutputTokens: c.ProcessSize, Dim: c.Dim, Layers: c.NumLayers,
+		Heads: c.NumHeads, MLPDim: c.MLPDim, LayerNormEps: c.LayerNormEps,
+		MemoryTokens: c.MemorySize, SummariserHidden: c.SummariserHidden,
+	}.WithDefaults()
 }
 
 // Spec is a whole policy's configuration: what a checkpoint's metadata
@@ -57,6 +90,9 @@ type Spec struct {
 func (s Spec) Validate() error {
 	if err := s.Policy.ActionSpace.Validate(); err != nil {
 		return err
+	}
+	if m := s.Policy.Model; m != "" && !slices.Contains(seq.Names(), m) {
+		return fmt.Errorf("policy: unknown sequence model %q (have %s)", m, strings.Join(seq.Names(), ", "))
 	}
 	if err := s.TTM.Validate(); err != nil {
 		return err
@@ -179,6 +215,9 @@ func ParseConfig(b []byte) (Config, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&c); err != nil {
 		return Config{}, fmt.Errorf("policy config: %w", err)
+	}
+	if c.Model != "" && !slices.Contains(seq.Names(), c.Model) {
+		return Config{}, fmt.Errorf("policy config: unknown sequence model %q (have %s)", c.Model, strings.Join(seq.Names(), ", "))
 	}
 	return c, c.ActionSpace.Validate()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -24,6 +25,10 @@ import (
 //	logits_t = mean_r(O_t)·W + b                           (Σ width)
 //	loss_t   = Σ_i CE(logits_t,i, bin(a_t,i))  (0.5·(logit - a)² for a continuous dimension)
 //
+// For another sequence model than the TTM (Config.Model) its seq.Tape takes
+// the TTM's place: O_t, S_t+1 = Model(S_t, I_t), gradients into the "seq"
+// group.
+//
 // Frames older than the window come from the carried State (their tokens
 // are constants); within the window each frame's tokens get the gradient
 // of every step whose input holds them.
@@ -35,13 +40,20 @@ type Group struct {
 	Params []float32
 }
 
-// Groups lists the policy's trainable parameters: the TTM, the vision head
+// Groups lists the policy's trainable parameters: the sequence model (the
+// TTM, group "ttm", or another seq.Model, group "seq"), the vision head
 // (above the frozen backbone), the language model and the policy's own
 // action embeddings and head, in that order. The slices are the live
 // parameters: after changing them call ParamsChanged.
 func (p *Policy) Groups() []Group {
+	first := Group{"ttm", nil}
+	if p.seqModel != nil {
+		first = Group{"seq", p.seqModel.Params()}
+	} else {
+		first.Params = p.model.Params
+	}
 	return []Group{
-		{"ttm", p.model.Params},
+		first,
 		{"vision", p.visionHd.Params},
 		{"language", p.lang.Params},
 		{"policy", p.params},
@@ -60,7 +72,16 @@ type TensorSpec struct {
 func (p *Policy) ParamSpecs(group string) []TensorSpec {
 	var out []TensorSpec
 	switch group {
+	case "seq":
+		if p.seqModel != nil {
+			for _, s := range p.seqModel.Specs() {
+				out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
+			}
+		}
 	case "ttm":
+		if p.model == nil {
+			break
+		}
 		for _, s := range p.model.Specs {
 			out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
 		}
@@ -86,7 +107,11 @@ func (p *Policy) ParamSpecs(group string) []TensorSpec {
 // ParamsChanged must follow any change to the parameters of Groups: it
 // drops cached packed weights and instruction embeddings.
 func (p *Policy) ParamsChanged() {
-	p.model.ParamsChanged()
+	if p.seqModel != nil {
+		p.seqModel.ParamsChanged()
+	} else {
+		p.model.ParamsChanged()
+	}
 	p.encoder.Invalidate()
 }
 
@@ -146,8 +171,9 @@ type Learner struct {
 
 	p          *Policy
 	maxSteps   int
-	tape       *ttm.Tape
-	Grads      []Group // same layout as Policy.Groups; accumulated by Window
+	tape       *ttm.Tape // the TTM's; nil for another sequence model
+	seqTape    seq.Tape  // another sequence model's; nil for the TTM
+	Grads      []Group   // same layout as Policy.Groups; accumulated by Window
 	gHead      vision.HeadParams
 	gLang      language.Params
 	gOwn       *actionHead // views of the policy group's gradient
@@ -168,7 +194,7 @@ type Learner struct {
 	dLogits  []float32          // (Σ width)
 	dPooled  []float32          // (d)
 	dInput   []float32          // (n, d)
-	dMem     []float32          // (m, d)
+	dMem     []float32          // (m, d) the TTM's memory gradient
 	feats    [][]float32        // per step, the caller's feature maps
 	prevs    [][]float32        // per step, the caller's previous actions
 }
@@ -179,13 +205,18 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 	c, v := p.spec.TTM, p.spec.Vision
 	d, k := c.Dim, v.Head.Tokens
 	l := &Learner{
-		p: p, maxSteps: steps, tape: ttm.NewTape(p.model, steps), featN: featN,
+		p: p, maxSteps: steps, featN: featN,
 		emb: make([]float32, p.spec.Language.Width), langPooled: make([]float32, p.spec.Language.TokenDim),
 		langDiff: make([]float32, p.spec.Language.TokenDim), dEmb: make([]float32, p.spec.Language.Width),
 		outputs: make([]float32, c.ProcessSize*d), pooled: make([]float32, d),
 		logits: make([]float32, p.head.width), dLogits: make([]float32, p.head.width), dPooled: make([]float32, d),
-		dInput: make([]float32, c.InputTokens*d), dMem: make([]float32, c.MemorySize*d),
-		feats: make([][]float32, steps), prevs: make([][]float32, steps),
+		dInput: make([]float32, c.InputTokens*d),
+		feats:  make([][]float32, steps), prevs: make([][]float32, steps),
+	}
+	if p.seqModel != nil {
+		l.seqTape = p.seqModel.NewTape(steps)
+	} else {
+		l.tape, l.dMem = ttm.NewTape(p.model, steps), make([]float32, c.MemorySize*d)
 	}
 	for _, g := range p.Groups() {
 		l.Grads = append(l.Grads, Group{g.Name, make([]float32, len(g.Params))})
@@ -210,7 +241,18 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 }
 
 // SetNoMemory trains the paper's ablation: memory zeroed before every step.
-func (l *Learner) SetNoMemory(on bool) { l.tape.NoMemory = on }
+// It is the TTM's switch; for another sequence model switching it on is
+// an error (train the "ttm-nomem" model instead).
+func (l *Learner) SetNoMemory(on bool) error {
+	if l.tape == nil {
+		if on {
+			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy trains %q (train the ttm-nomem model instead)", l.p.ModelName())
+		}
+		return nil
+	}
+	l.tape.NoMemory = on
+	return nil
+}
 
 // ZeroGrads clears the accumulated gradients.
 func (l *Learner) ZeroGrads() {
@@ -244,7 +286,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 
 	// Forward, keeping what backward needs.
 	var stats WindowStats
-	l.tape.Reset()
+	if l.seqTape != nil {
+		l.seqTape.Reset()
+	} else {
+		l.tape.Reset()
+	}
 	win := h * k * d
 	for t, s := range steps {
 		l.feats[t], l.prevs[t] = s.Features, s.Prev
@@ -264,7 +310,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		}
 		p.head.actionTokens(in[win:win+na*d], p.actionInput(s.Prev))
 		clear(in[win+na*d:])
-		l.tape.Forward(st.Memory, in, l.outputs)
+		if l.seqTape != nil {
+			l.seqTape.Forward(st.Seq, in, l.outputs)
+		} else {
+			l.tape.Forward(st.Memory, in, l.outputs)
+		}
 		loss, correct, labels := l.lossStep(l.dOutputs[t], s.Action, scale)
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return stats, ErrNonFinite
@@ -287,7 +337,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		clear(l.dFrames[t])
 	}
 	for t := T - 1; t >= 0; t-- {
-		l.tape.Backward(l.dOutputs[t], l.dMem, l.dInput, l.Grads[0].Params)
+		if l.seqTape != nil {
+			l.seqTape.Backward(l.dOutputs[t], l.dInput, l.Grads[0].Params)
+		} else {
+			l.tape.Backward(l.dOutputs[t], l.dMem, l.dInput, l.Grads[0].Params)
+		}
 		for slot := range h {
 			if age := h - 1 - slot; age <= t {
 				nn.Add(l.dFrames[t-age], l.dInput[slot*k*d:(slot+1)*k*d])

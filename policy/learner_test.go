@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -14,20 +15,23 @@ import (
 // switched on (random, not the identity) so every parameter matters.
 func learnerPolicy(t *testing.T, history int, blind ...bool) *Policy {
 	t.Helper()
+	return learnerPolicyModel(t, "", history, len(blind) > 0 && blind[0])
+}
+
+// learnerPolicyModel is learnerPolicy on the sequence model called model
+// ("" for the TTM of package ttm).
+func learnerPolicyModel(t *testing.T, model string, history int, blind bool) *Policy {
+	t.Helper()
 	spec, err := Preset("small")
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec.Policy.BlindActions = len(blind) > 0 && blind[0]
+	spec.Policy.BlindActions = blind
+	spec.Policy.Model = model
 	spec.Vision.History = history
 	spec.Vision.Head.FeatureChannels = 6
 	spec.Vision.Head.Positions = 5 // the tests' feature maps
 	spec.TTM.InputTokens = history*spec.Vision.Head.Tokens + spec.Policy.ActionSpace.Len() + spec.Policy.Padding
-	model, err := ttm.NewModel(spec.TTM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model.Init(3)
 	vh, err := vision.NewHead(spec.Vision.Head)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +54,22 @@ func learnerPolicy(t *testing.T, history int, blind ...bool) *Policy {
 		t.Fatal(err)
 	}
 	lang.Init(3)
-	p := assemble(spec, model, vh, lang, nil)
+	var p *Policy
+	if spec.Policy.usesSeq() {
+		m, err := seq.New(model, SeqConfig(spec.TTM))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Init(3)
+		p = assembleSeq(spec, m, vh, lang, nil)
+	} else {
+		tm, err := ttm.NewModel(spec.TTM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm.Init(3)
+		p = assemble(spec, tm, vh, lang, nil)
+	}
 	p.initOwn(3)
 	return p
 }
@@ -90,10 +109,14 @@ func TestLearnerGradients(t *testing.T) {
 		history         int
 		noMemory, blind bool
 		smoothGated     bool
-	}{{"history1", 1, false, false, false}, {"history2", 2, false, false, false}, {"no-memory", 2, true, false, false},
-		{"blind-actions", 1, false, true, false}, {"smoothed-gated-loss", 1, false, false, true}} {
+		model           string // "" for the TTM of package ttm
+	}{{"history1", 1, false, false, false, ""}, {"history2", 2, false, false, false, ""}, {"no-memory", 2, true, false, false, ""},
+		{"blind-actions", 1, false, true, false, ""}, {"smoothed-gated-loss", 1, false, false, true, ""},
+		// Other sequence models (group "seq"), with a carried-in state.
+		{"recurrent", 2, false, false, false, "recurrent"}, {"window", 2, false, false, false, "window"},
+		{"lstm", 1, false, false, false, "lstm"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := learnerPolicy(t, tc.history, tc.blind)
+			p := learnerPolicyModel(t, tc.model, tc.history, tc.blind)
 			const T, n = 3, 5
 			steps := learnerSteps(p, T, n, 7)
 			tok, err := p.Tokenize("pick up the red can")
@@ -103,8 +126,22 @@ func TestLearnerGradients(t *testing.T) {
 			// A state carried in from earlier steps: memory and a frame.
 			start := p.NewState()
 			r := rand.New(rand.NewPCG(5, 5))
-			for i := range start.Memory.Tokens {
-				start.Memory.Tokens[i] = float32(r.NormFloat64() * 0.5)
+			if tc.model == "" {
+				for i := range start.Memory.Tokens {
+					start.Memory.Tokens[i] = float32(r.NormFloat64() * 0.5)
+				}
+			} else {
+				// Two inference steps on random inputs give the model a
+				// non-trivial state to carry in.
+				in := make([]float32, p.spec.TTM.InputTokens*p.spec.TTM.Dim)
+				out := make([]float32, p.spec.TTM.ProcessSize*p.spec.TTM.Dim)
+				run := p.seqModel.NewRunner()
+				for range 2 {
+					for i := range in {
+						in[i] = float32(r.NormFloat64())
+					}
+					run.Step(start.Seq, in, out)
+				}
 			}
 			frame := make([]float32, p.spec.Vision.Head.Tokens*p.spec.TTM.Dim)
 			for i := range frame {
@@ -113,7 +150,9 @@ func TestLearnerGradients(t *testing.T) {
 			start.Window.Push(frame)
 
 			l := NewLearner(p, T, n)
-			l.SetNoMemory(tc.noMemory)
+			if err := l.SetNoMemory(tc.noMemory); err != nil {
+				t.Fatal(err)
+			}
 			if tc.smoothGated {
 				l.LabelSigma, l.ModeGated = 2, true
 			}
@@ -126,19 +165,38 @@ func TestLearnerGradients(t *testing.T) {
 				}
 				return s.Loss
 			}
+			// The window model's attention over 6 steps' tokens curves
+			// enough that central differences of step 1e-2 are off by up
+			// to ~10% on its positional embedding (truncation error: at
+			// 3e-3 they agree within 1%); the other sequence models use the
+			// same smaller step.
+			fdStep := float32(1e-2)
+			if tc.model != "" {
+				fdStep = 3e-3
+			}
 			lossAt()
 			grads := make([][]float32, len(l.Grads))
 			for i, g := range l.Grads {
 				grads[i] = append([]float32(nil), g.Params...)
 			}
+			checked := 0
 			for gi, g := range p.Groups() {
+				if want := map[bool]string{true: "ttm", false: "seq"}[tc.model == ""]; gi == 0 && g.Name != want {
+					t.Fatalf("first group %q, want %q", g.Name, want)
+				}
+				if gi == 0 && len(p.ParamSpecs(g.Name)) == 0 {
+					t.Fatalf("group %s lists no tensors", g.Name)
+				}
 				for _, spec := range p.ParamSpecs(g.Name) {
+					if gi == 0 {
+						checked++
+					}
 					if spec.Name == "embedding" { // only the instruction's rows matter; checked below
 						continue
 					}
 					for range 3 {
 						j := spec.Offset + r.IntN(spec.Size)
-						checkFD(t, g.Name+"/"+spec.Name, g.Params, j, grads[gi][j], lossAt, p)
+						checkFDStep(t, g.Name+"/"+spec.Name, g.Params, j, grads[gi][j], lossAt, p, fdStep)
 					}
 				}
 				if g.Name == "language" {
@@ -146,13 +204,19 @@ func TestLearnerGradients(t *testing.T) {
 					checkFD(t, "language/embedding[used row]", g.Params, row+1, grads[gi][row+1], lossAt, p)
 				}
 			}
+			t.Logf("%d tensors of the %s group checked (3 elements each)", checked, p.Groups()[0].Name)
 		})
 	}
 }
 
 func checkFD(t *testing.T, name string, params []float32, j int, analytic float32, loss func() float64, p *Policy) {
 	t.Helper()
-	const eps = 1e-2
+	checkFDStep(t, name, params, j, analytic, loss, p, 1e-2)
+}
+
+// checkFDStep is checkFD with central differences of step eps.
+func checkFDStep(t *testing.T, name string, params []float32, j int, analytic float32, loss func() float64, p *Policy, eps float32) {
+	t.Helper()
 	old := params[j]
 	params[j] = old + eps
 	p.ParamsChanged()
@@ -162,7 +226,7 @@ func checkFD(t *testing.T, name string, params []float32, j int, analytic float3
 	down := loss()
 	params[j] = old
 	p.ParamsChanged()
-	numeric := (up - down) / (2 * eps)
+	numeric := (up - down) / (2 * float64(eps))
 	if diff := math.Abs(numeric - float64(analytic)); diff > 2e-2*math.Max(math.Abs(numeric), math.Abs(float64(analytic)))+1e-3 {
 		t.Errorf("%s[%d]: analytic %.6g, numeric %.6g", name, j, analytic, numeric)
 	}
@@ -218,21 +282,62 @@ func testLearnerMatchesStepTokens(t *testing.T, blind bool) {
 	}
 }
 
-func TestLearnerDoesNotAllocate(t *testing.T) {
-	p := learnerPolicy(t, 1)
-	const T, n = 4, 5
-	steps := learnerSteps(p, T, n, 13)
-	tok, _ := p.Tokenize("knock over the can")
-	l := NewLearner(p, T, n)
-	st := p.NewState()
-	allocs := testing.AllocsPerRun(5, func() {
-		st.Reset()
-		if _, err := l.Window(st, tok, steps, 1); err != nil {
-			t.Fatal(err)
+// TestLearnerMatchesStepTokensSeq: for another sequence model than the
+// TTM the learner's forward pass (the model's Tape) is the policy's
+// inference (its Runner): the same logits at every step, within float
+// rounding, and the same number of steps in the carried seq state.
+func TestLearnerMatchesStepTokensSeq(t *testing.T) {
+	for _, model := range []string{"recurrent", "window", "lstm"} {
+		p := learnerPolicyModel(t, model, 2, false)
+		const n = 5
+		tok, _ := p.Tokenize("open the top drawer")
+		emb := make([]float32, p.spec.Language.Width)
+		p.lang.Forward(emb, make([]float32, p.spec.Language.TokenDim), tok)
+		all := learnerSteps(p, 4, n, 11)
+		l := NewLearner(p, 1, n)
+		st, ref := p.NewState(), p.NewState()
+		acts := p.visionHd.NewActs(n)
+		frame := make([]float32, p.spec.Vision.Head.Tokens*p.spec.TTM.Dim)
+		action := make([]float32, p.ActionSpace().Len())
+		for i, s := range all {
+			// One-step windows leave the learner's last logits in l.logits.
+			if _, err := l.Window(st, tok, all[i:i+1], 1); err != nil {
+				t.Fatal(err)
+			}
+			copy(ref.Prev, s.Prev)
+			p.visionHd.Forward(frame, acts, s.Features, emb)
+			if err := p.StepTokens(frame, ref, action); err != nil {
+				t.Fatal(err)
+			}
+			for j, v := range p.Logits() {
+				if d := math.Abs(float64(v - l.logits[j])); d > 1e-4*(1+math.Abs(float64(v))) {
+					t.Fatalf("%s step %d logit %d: learner %v, inference %v", model, i, j, l.logits[j], v)
+				}
+			}
 		}
-	})
-	if allocs != 0 {
-		t.Errorf("Learner.Window allocates %v times per window", allocs)
+		if st.Seq.Steps() != 4 || ref.Seq.Steps() != 4 {
+			t.Errorf("%s: seq states count %d and %d steps, want 4", model, st.Seq.Steps(), ref.Seq.Steps())
+		}
+	}
+}
+
+func TestLearnerDoesNotAllocate(t *testing.T) {
+	for _, model := range []string{"", "recurrent"} {
+		p := learnerPolicyModel(t, model, 1, false)
+		const T, n = 4, 5
+		steps := learnerSteps(p, T, n, 13)
+		tok, _ := p.Tokenize("knock over the can")
+		l := NewLearner(p, T, n)
+		st := p.NewState()
+		allocs := testing.AllocsPerRun(5, func() {
+			st.Reset()
+			if _, err := l.Window(st, tok, steps, 1); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("model %q: Learner.Window allocates %v times per window", model, allocs)
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -20,12 +21,14 @@ type Observation struct {
 	Embedding []float32
 }
 
-// State is everything a policy carries from one step to the next: the TTM
-// memory, the window of recent frames' tokens and the previous action. It
-// is an explicit value: reset it at the start of an episode, snapshot it
-// with Clone, restore it with CopyFrom.
+// State is everything a policy carries from one step to the next: the
+// sequence model's state (the TTM memory, or for another sequence model
+// its seq.State), the window of recent frames' tokens and the previous
+// action. It is an explicit value: reset it at the start of an episode,
+// snapshot it with Clone, restore it with CopyFrom.
 type State struct {
-	Memory *ttm.Memory
+	Memory *ttm.Memory // the TTM's memory; nil for another sequence model
+	Seq    seq.State   // another sequence model's state; nil for the TTM
 	Window *vision.Window
 	Prev   []float32 // the previous action; zeros at the start
 	Steps  int
@@ -33,28 +36,59 @@ type State struct {
 
 // Reset starts a new episode.
 func (s *State) Reset() {
-	s.Memory.Reset()
+	s.ResetMemory()
 	s.Window.Reset()
 	clear(s.Prev)
 	s.Steps = 0
 }
 
-// Clone returns an independent copy of s.
-func (s *State) Clone() *State {
-	return &State{Memory: s.Memory.Clone(), Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
+// ResetMemory resets the sequence model's state only (the TTM memory, or
+// the seq.State): what a memory knock-out does.
+func (s *State) ResetMemory() {
+	if s.Memory != nil {
+		s.Memory.Reset()
+	}
+	if s.Seq != nil {
+		s.Seq.Reset()
+	}
 }
 
-// CopyFrom restores s from a snapshot of the same policy without allocating.
+// Clone returns an independent copy of s.
+func (s *State) Clone() *State {
+	c := &State{Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
+	if s.Memory != nil {
+		c.Memory = s.Memory.Clone()
+	}
+	if s.Seq != nil {
+		c.Seq = s.Seq.Clone()
+	}
+	return c
+}
+
+// CopyFrom restores s from a snapshot of the same policy without allocating
+// (a causal or concat model's state allocates when o holds more steps than
+// s has room for).
 func (s *State) CopyFrom(o *State) {
-	s.Memory.CopyFrom(o.Memory)
+	if s.Memory != nil {
+		s.Memory.CopyFrom(o.Memory)
+	}
+	if s.Seq != nil {
+		s.Seq.CopyFrom(o.Seq)
+	}
 	s.Window.CopyFrom(o.Window)
 	copy(s.Prev, o.Prev)
 	s.Steps = o.Steps
 }
 
-// Hash is the TTM memory's hash (ttm.Memory.Hash): equal hashes mean
-// bit-identical memories.
-func (s *State) Hash() uint64 { return s.Memory.Hash() }
+// Hash is the sequence model's state hash: for the TTM the memory's
+// (ttm.Memory.Hash), otherwise seq.State.Hash. Equal hashes mean
+// bit-identical states.
+func (s *State) Hash() uint64 {
+	if s.Memory == nil {
+		return s.Seq.Hash()
+	}
+	return s.Memory.Hash()
+}
 
 // ErrNonFinite reports that the model produced NaN or Inf: the state is
 // left as it was before the step and no action is given.
@@ -64,8 +98,11 @@ var ErrNonFinite = errors.New("policy: the model produced a non-finite value")
 // safe for concurrent use; its Step allocates nothing in steady state.
 type Policy struct {
 	spec     Spec
-	model    *ttm.Model
-	machine  *ttm.Machine
+	model    *ttm.Model       // the TTM; nil when seqModel is set
+	machine  *ttm.Machine     // runs model
+	seqModel seq.Model        // another sequence model (spec.Policy.Model); nil for the TTM
+	runner   seq.Runner       // runs seqModel
+	savedSeq seq.State        // seqModel's state before the step, restored on a non-finite output
 	front    *vision.FrontEnd // nil for a policy without a backbone (tokens given directly)
 	lang     *language.Model
 	encoder  *language.Encoder
@@ -87,17 +124,29 @@ type Policy struct {
 	zeroAction []float32
 }
 
-// assemble builds the policy around its parts; front may be nil.
+// assembleSeq builds a policy around another sequence model than the TTM
+// (spec.Policy.Model); front may be nil.
+func assembleSeq(spec Spec, m seq.Model, vhead *vision.Head, lang *language.Model, front *vision.FrontEnd) *Policy {
+	p := assemble(spec, nil, vhead, lang, front)
+	p.seqModel, p.runner, p.savedSeq = m, m.NewRunner(), m.NewState()
+	return p
+}
+
+// assemble builds the policy around its parts; front may be nil, and model
+// is nil only for assembleSeq.
 func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Model, front *vision.FrontEnd) *Policy {
 	c := spec.TTM
 	p := &Policy{
-		spec: spec, model: model, machine: ttm.NewMachine(model), front: front, lang: lang,
+		spec: spec, model: model, front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
 		head:  newActionHead(spec.Policy.ActionSpace, c.Dim),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
-		pooled: make([]float32, c.Dim), saved: ttm.NewMemory(c),
+		pooled: make([]float32, c.Dim),
 		action: make([]float32, spec.Policy.ActionSpace.Len()), zeroAction: make([]float32, spec.Policy.ActionSpace.Len()),
+	}
+	if model != nil {
+		p.machine, p.saved = ttm.NewMachine(model), ttm.NewMemory(c)
 	}
 	p.specs = p.head.specs(Prefix)
 	size := 0
@@ -148,16 +197,35 @@ func (p *Policy) ActionSpace() ActionSpace { return p.spec.Policy.ActionSpace }
 // NewState returns the state at the start of an episode.
 func (p *Policy) NewState() *State {
 	v := p.spec.Vision
-	return &State{
-		Memory: ttm.NewMemory(p.spec.TTM),
+	st := &State{
 		Window: vision.NewWindow(v.History, v.Head.Tokens, v.Head.Dim),
 		Prev:   make([]float32, p.ActionSpace().Len()),
 	}
+	if p.seqModel != nil {
+		st.Seq = p.seqModel.NewState()
+	} else {
+		st.Memory = ttm.NewMemory(p.spec.TTM)
+	}
+	return st
 }
 
+// ModelName is the sequence model's registry name ("ttm", "recurrent", ...).
+func (p *Policy) ModelName() string { return p.spec.Policy.ModelName() }
+
 // SetNoMemory switches the paper's ablation on or off: the memory is zeroed
-// before every step, with the same computation.
-func (p *Policy) SetNoMemory(on bool) { p.machine.NoMemory = on }
+// before every step, with the same computation. It is the TTM's switch:
+// for another sequence model switching it on is an error (the ablation of
+// the seq package is a model of its own, "ttm-nomem").
+func (p *Policy) SetNoMemory(on bool) error {
+	if p.machine == nil {
+		if on {
+			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy runs %q (train the ttm-nomem model instead)", p.ModelName())
+		}
+		return nil
+	}
+	p.machine.NoMemory = on
+	return nil
+}
 
 // Close releases the backbone.
 func (p *Policy) Close() error {
@@ -234,11 +302,20 @@ func (p *Policy) StepTokens(frame []float32, st *State, action []float32) error 
 	p.head.actionTokens(p.input[win:win+na*d], p.actionInput(st.Prev))
 	clear(p.input[win+na*d:])
 
-	p.saved.CopyFrom(st.Memory)
-	p.machine.Step(st.Memory, p.input, p.output)
+	if p.seqModel != nil {
+		p.savedSeq.CopyFrom(st.Seq)
+		p.runner.Step(st.Seq, p.input, p.output)
+	} else {
+		p.saved.CopyFrom(st.Memory)
+		p.machine.Step(st.Memory, p.input, p.output)
+	}
 	p.head.decode(p.action, p.logits, p.pooled, p.output, c.ProcessSize)
 	if !finite(p.logits) || !finite(p.output) {
-		st.Memory.CopyFrom(p.saved)
+		if p.seqModel != nil {
+			st.Seq.CopyFrom(p.savedSeq)
+		} else {
+			st.Memory.CopyFrom(p.saved)
+		}
 		return ErrNonFinite
 	}
 	st.Window.Push(frame)

@@ -241,16 +241,23 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	p := loadSmall(t, Options{})
-	st := p.NewState()
-	act := make([]float32, 11)
-	obs := &Observation{Frame: frame(3), Instruction: "knock the water bottle over"}
-	p.Step(obs, st, act)
-	if a := testing.AllocsPerRun(5, func() {
-		if err := p.Step(obs, st, act); err != nil {
-			t.Fatal(err)
+	for _, model := range []string{"ttm", "recurrent"} {
+		var p *Policy
+		if model == "ttm" {
+			p = loadSmall(t, Options{})
+		} else {
+			p = loadSeq(t, model, Options{})
 		}
-	}); a != 0 {
-		t.Errorf("Step allocates %.1f times", a)
+		st := p.NewState()
+		act := make([]float32, 11)
+		obs := &Observation{Frame: frame(3), Instruction: "knock the water bottle over"}
+		p.Step(obs, st, act)
+		if a := testing.AllocsPerRun(5, func() {
+			if err := p.Step(obs, st, act); err != nil {
+				t.Fatal(err)
+			}
+		}); a != 0 {
+			t.Errorf("%s: Step allocates %.1f times", model, a)
+		}
 	}
 }

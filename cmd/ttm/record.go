@@ -121,7 +121,9 @@ func runRecord(env *environment, args []string) error {
 			return err
 		}
 		defer p.Close()
-		p.SetNoMemory(*noMemory)
+		if err := p.SetNoMemory(*noMemory); err != nil {
+			return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+		}
 		if pre := p.Spec().Vision.Preprocess; !given["size"] {
 			cfg.h, cfg.w = pre.Height, pre.Width
 		}

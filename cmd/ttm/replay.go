@@ -88,7 +88,9 @@ func runReplay(env *environment, args []string) error {
 		return err
 	}
 	defer p.Close()
-	p.SetNoMemory(*noMemory)
+	if err := p.SetNoMemory(*noMemory); err != nil {
+		return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+	}
 	rep, err := replayOffline(p, ep, !*raw)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", bag, err)

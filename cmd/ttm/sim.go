@@ -82,7 +82,9 @@ func runSim(env *environment, args []string) error {
 			return err
 		}
 		defer p.Close()
-		p.SetNoMemory(*noMemory)
+		if err := p.SetNoMemory(*noMemory); err != nil {
+			return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+		}
 		agent := newPolicyAgent(p)
 		cfg.agentName = "policy"
 		cfg.newAgent = func(*sim.Episode) sim.Agent { return agent }

@@ -7,12 +7,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/atomicfile"
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/policy/train"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -36,7 +38,8 @@ func newTrainFiles(out string) trainFiles {
 type trainLog struct {
 	Command  string         `json:"command"`
 	Preset   string         `json:"preset"`
-	Data     string         `json:"data"` // --data: the dataset folders, separated by commas
+	Model    string         `json:"model"` // the sequence model (seq.Names)
+	Data     string         `json:"data"`  // --data: the dataset folders, separated by commas
 	Datasets []datasetUse   `json:"datasets"`
 	Episodes int            `json:"episodes"`
 	Steps    int            `json:"dataset_steps"`
@@ -61,10 +64,12 @@ type datasetUse struct {
 
 func runTrain(env *environment, args []string) error {
 	def := train.DefaultConfig()
-	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset small|robot|robot-b3 --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
+	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset small|robot|robot-b3 [--model NAME] --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
 	data := fl.String("data", "", "dataset `folders` separated by commas (index.json and episode bags, from ttm record); "+
 		"failed episodes are skipped unless --all-episodes, except expert-labelled ones (ttm record --label expert)")
 	preset := fl.String("preset", "small", "policy preset for fresh weights (ignored with --init or when resuming)")
+	model := fl.String("model", "", "sequence model of fresh weights: "+strings.Join(seq.Names(), ", ")+
+		" (default ttm; with --init or when resuming it must match the checkpoint's)")
 	out := fl.String("out", "", "checkpoint `file` to write; its training state, JSON log and learning curve go beside it")
 	initFrom := fl.String("init", "", "start from this checkpoint `file` instead of fresh weights")
 	steps := fl.Int("steps", def.Steps, "optimiser updates")
@@ -94,6 +99,12 @@ func runTrain(env *environment, args []string) error {
 	if err := requireFlag("out", *out); err != nil {
 		return err
 	}
+	if *model != "" && !slices.Contains(seq.Names(), *model) {
+		return fmt.Errorf("%w: --model %q: unknown sequence model (have %s)", errUsage, *model, strings.Join(seq.Names(), ", "))
+	}
+	if *noMemory && *model != "" && *model != "ttm" {
+		return fmt.Errorf("%w: --no-memory is the ttm model's ablation; train --model ttm-nomem instead of --model %s --no-memory", errUsage, *model)
+	}
 	if *logEvery < 1 || *ckptEvery < 1 {
 		return fmt.Errorf("%w: --log-every and --checkpoint-every must be positive", errUsage)
 	}
@@ -118,6 +129,7 @@ func runTrain(env *environment, args []string) error {
 		if err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
+		spec.Policy.Model = *model
 		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
 			return err
 		}
@@ -127,6 +139,9 @@ func runTrain(env *environment, args []string) error {
 		return err
 	}
 	defer p.Close()
+	if *model != "" && *model != p.ModelName() {
+		return fmt.Errorf("%w: --model %s, but %s runs the sequence model %s", errUsage, *model, start, p.ModelName())
+	}
 	backbone := p.BackbonePath()
 	if abs, _ := filepath.Abs(backbone); abs != mustAbs(files.backbone) && !resume {
 		if err := copyFile(backbone, files.backbone); err != nil {
@@ -143,7 +158,7 @@ func runTrain(env *environment, args []string) error {
 	for _, g := range p.Groups() {
 		nparams += len(g.Params)
 	}
-	log.Info("training", "episodes", len(eps), "steps", total, "trainable_parameters", nparams, "updates", cfg.Steps,
+	log.Info("training", "model", p.ModelName(), "episodes", len(eps), "steps", total, "trainable_parameters", nparams, "updates", cfg.Steps,
 		"batch", cfg.Batch, "window", cfg.Window, "workers", cfg.Workers, "no_memory", cfg.NoMemory)
 	tr, err := train.New(cfg, p, eps, log)
 	if err != nil {
@@ -155,7 +170,7 @@ func runTrain(env *environment, args []string) error {
 		}
 		log.Info("resumed", "update", tr.Updates(), "of", cfg.Steps)
 	}
-	record := trainLog{Command: "ttm train " + strings.Join(args, " "), Preset: p.Spec().Policy.Preset, Data: *data, Datasets: uses,
+	record := trainLog{Command: "ttm train " + strings.Join(args, " "), Preset: p.Spec().Policy.Preset, Model: p.ModelName(), Data: *data, Datasets: uses,
 		Episodes: len(eps), Steps: total, Params: nparams, Config: cfg}
 	checkpoint := func(tr *train.Trainer) error {
 		if err := p.SaveAs(files.ckpt, backbone); err != nil {
@@ -173,7 +188,7 @@ func runTrain(env *environment, args []string) error {
 			return err
 		}
 		if len(record.History) > 0 {
-			title := fmt.Sprintf("ttm train %s: %d episodes, batch %d x %d steps", record.Preset, len(eps), cfg.Batch, cfg.Window)
+			title := fmt.Sprintf("ttm train %s %s: %d episodes, batch %d x %d steps", record.Preset, record.Model, len(eps), cfg.Batch, cfg.Window)
 			if err := train.PlotCurve(files.curve, title, record.History); err != nil {
 				return err
 			}

@@ -14,6 +14,9 @@ import (
 // the policy checkpoint: the optimiser's moments and step, every stream's
 // episode, position and carried state, and the learning curve. Written
 // atomically after the checkpoint, it always matches a checkpoint on disk.
+// For a policy on another sequence model than the TTM the streams' carried
+// sequence states are not saved: a resumed run restarts each stream's
+// episode from its first step.
 
 const (
 	stateConfigKey   = "train.config"
@@ -59,7 +62,9 @@ func (tr *Trainer) SaveState(path string) error {
 		n := s.st.Window.Len()
 		pr.Streams = append(pr.Streams, cursor{Episode: s.ep, Step: s.t, Visits: s.visits, Steps: s.st.Steps, Frames: n})
 		p := "stream/" + strconv.Itoa(i) + "/"
-		f.Tensors[p+"memory"] = safetensors.FromFloat32(s.st.Memory.Tokens, len(s.st.Memory.Tokens))
+		if s.st.Memory != nil {
+			f.Tensors[p+"memory"] = safetensors.FromFloat32(s.st.Memory.Tokens, len(s.st.Memory.Tokens))
+		}
 		f.Tensors[p+"prev"] = safetensors.FromFloat32(s.st.Prev, len(s.st.Prev))
 		if n > 0 {
 			frames := make([]float32, 0, n*k*d)
@@ -130,6 +135,13 @@ func (tr *Trainer) LoadState(path string) error {
 		}
 		s.ep, s.t, s.visits = c.Episode, c.Step, c.Visits
 		s.st.Reset()
+		if s.st.Memory == nil {
+			// Another sequence model than the TTM: its state (a seq.State)
+			// is not saved, so the stream restarts its episode from the
+			// first step with a fresh state.
+			s.t = 0
+			continue
+		}
 		s.st.Steps = c.Steps
 		p := "stream/" + strconv.Itoa(i) + "/"
 		if err := load(p+"memory", s.st.Memory.Tokens); err != nil {

@@ -147,7 +147,9 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	}
 	for range cfg.Workers {
 		l := policy.NewLearner(p, cfg.Window, featLen/c)
-		l.SetNoMemory(cfg.NoMemory)
+		if err := l.SetNoMemory(cfg.NoMemory); err != nil {
+			return nil, fmt.Errorf("train: %w", err)
+		}
 		l.ModeGated, l.LabelSigma = cfg.ModeGated, cfg.LabelSigma
 		tr.learners = append(tr.learners, l)
 	}

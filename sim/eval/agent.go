@@ -72,7 +72,7 @@ func (a *PolicyAgent) Reset(instruction string) {
 // Act runs one policy step on the observation's frame.
 func (a *PolicyAgent) Act(o *sim.Observation) ([]float32, error) {
 	if a.knockAt > 0 && !a.knocked && o.Step >= a.knockAt {
-		a.st.Memory.Reset()
+		a.st.ResetMemory()
 		a.st.Window.Reset()
 		a.knocked = true
 		a.knockHit = o.Step
@@ -84,7 +84,9 @@ func (a *PolicyAgent) Act(o *sim.Observation) ([]float32, error) {
 	}
 	a.obs.Frame = frame
 	if a.NoMemory {
-		a.p.SetNoMemory(true)
+		if err := a.p.SetNoMemory(true); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.p.Step(&a.obs, a.st, a.action); err != nil {
 		return nil, err
