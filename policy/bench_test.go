@@ -29,20 +29,26 @@ func BenchmarkStep(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer p.Close()
-			st := p.NewState()
-			act := make([]float32, p.ActionSpace().Len())
-			obs := &Observation{Frame: frame(1), Instruction: "pick the coke can"}
-			if err := p.Step(obs, st, act); err != nil { // first frame: buffers sized
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := p.Step(obs, st, act); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchSteps(b, p)
 		})
+	}
+}
+
+// benchSteps times p.Step on one frame, after a first step that sizes the
+// buffers.
+func benchSteps(b *testing.B, p *Policy) {
+	st := p.NewState()
+	act := make([]float32, p.ActionSpace().Len())
+	obs := &Observation{Frame: frame(1), Instruction: "pick the coke can"}
+	if err := p.Step(obs, st, act); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := p.Step(obs, st, act); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -71,19 +77,7 @@ func BenchmarkStepModels(b *testing.B) {
 			}
 			defer p.Close()
 			backbone = p.BackbonePath()
-			st := p.NewState()
-			act := make([]float32, p.ActionSpace().Len())
-			obs := &Observation{Frame: frame(1), Instruction: "pick the coke can"}
-			if err := p.Step(obs, st, act); err != nil { // first frame: buffers sized
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := p.Step(obs, st, act); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchSteps(b, p)
 		})
 	}
 }
