@@ -327,7 +327,7 @@ func seqFromFile(f *safetensors.File, name string) (seq.Model, ttm.Config, error
 		return nil, ttm.Config{}, fmt.Errorf("no %q entry in the checkpoint metadata (the policy names the sequence model %q)", SeqConfigKey, name)
 	}
 	// Build the model empty to learn its tensors, then load them.
-	empty, err := seqShell(name, sjs)
+	empty, err := seq.FromConfigJSON(name, sjs)
 	if err != nil {
 		return nil, ttm.Config{}, err
 	}
@@ -363,34 +363,10 @@ func seqFromFile(f *safetensors.File, name string) (seq.Model, ttm.Config, error
 		sort.Strings(problems)
 		return nil, ttm.Config{}, fmt.Errorf("checkpoint does not match its sequence model %s:\n  %s", name, strings.Join(problems, "\n  "))
 	}
-	m, err := seq.FromJSON(name, sjs, params)
-	if err != nil {
+	if err := seq.SetParams(empty, params); err != nil {
 		return nil, ttm.Config{}, err
 	}
-	return m, tc, nil
-}
-
-// seqShell builds the sequence model name from its stored configuration
-// (seq.Model.ConfigJSON: for the TTM variants a ttm.Config), with zero
-// parameters.
-func seqShell(name, configJSON string) (seq.Model, error) {
-	switch name {
-	case "ttm", "ttm-nomem", "erase-add":
-		tc, err := ttm.ParseConfig([]byte(configJSON))
-		if err != nil {
-			return nil, fmt.Errorf("seq %s: %w", name, err)
-		}
-		m, err := ttm.NewModel(tc)
-		if err != nil {
-			return nil, fmt.Errorf("seq %s: %w", name, err)
-		}
-		return seq.WrapTTM(name, m)
-	}
-	c, err := seq.ParseConfig(name, []byte(configJSON))
-	if err != nil {
-		return nil, err
-	}
-	return seq.New(name, c)
+	return empty, tc, nil
 }
 
 func equalShape(a, b []int) bool {

@@ -52,7 +52,20 @@ func New(name string, c Config) (Model, error) {
 // not parse or validate, a parameter count that does not match, a
 // parameter that is not finite.
 func FromJSON(name, configJSON string, params []float32) (Model, error) {
-	var m Model
+	m, err := FromConfigJSON(name, configJSON)
+	if err != nil {
+		return nil, err
+	}
+	if err := SetParams(m, params); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// FromConfigJSON builds the model called name from the configuration its
+// ConfigJSON stored, with zero parameters: what a loader needs to learn
+// the model's tensors before it reads them.
+func FromConfigJSON(name, configJSON string) (Model, error) {
 	if isTTMName(name) {
 		tc, err := ttm.ParseConfig([]byte(configJSON))
 		if err != nil {
@@ -62,32 +75,32 @@ func FromJSON(name, configJSON string, params []float32) (Model, error) {
 		if err != nil {
 			return nil, fmt.Errorf("seq %s: %w", name, err)
 		}
-		if m, err = WrapTTM(name, tm); err != nil {
-			return nil, err
-		}
-	} else {
-		c, err := ParseConfig(name, []byte(configJSON))
-		if err != nil {
-			return nil, err
-		}
-		if m, err = New(name, c); err != nil {
-			return nil, err
-		}
+		return WrapTTM(name, tm)
 	}
+	c, err := ParseConfig(name, []byte(configJSON))
+	if err != nil {
+		return nil, err
+	}
+	return New(name, c)
+}
+
+// SetParams copies params (Specs order) into m after checking their count
+// and that every value is finite, and calls ParamsChanged.
+func SetParams(m Model, params []float32) error {
 	dst := m.Params()
 	if len(params) != len(dst) {
-		return nil, fmt.Errorf("seq %s: %d parameters given, the configuration needs %d", name, len(params), len(dst))
+		return fmt.Errorf("seq %s: %d parameters given, the configuration needs %d", m.Name(), len(params), len(dst))
 	}
 	for _, s := range m.Specs() {
 		for i, v := range params[s.Offset : s.Offset+s.Size] {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return nil, fmt.Errorf("seq %s: tensor %s holds %v at element %d", name, s.Name, v, i)
+				return fmt.Errorf("seq %s: tensor %s holds %v at element %d", m.Name(), s.Name, v, i)
 			}
 		}
 	}
 	copy(dst, params)
 	m.ParamsChanged()
-	return m, nil
+	return nil
 }
 
 // NumParams is the number of float32 parameters of m.
