@@ -66,6 +66,8 @@ type scripted struct {
 	pause int
 
 	baseDone bool
+	baseGoal Pose // set on the first step
+	goalSet  bool
 	sweep    Vec3 // knock: sweep direction, zero until planned
 	swept    bool // knock: the sweep start was reached
 	spot     Vec3 // move: where to put the object down
@@ -126,12 +128,11 @@ func (x *scripted) terminate() {
 // plan sets x.act for state s.
 func (x *scripted) plan(s *State) {
 	g := &s.Goal
+	if !x.goalSet {
+		x.baseGoal, x.goalSet = baseGoal(s), true
+	}
 	if !x.baseDone {
-		goal := Pose{X: 0.20}
-		if g.Kind == GoalDrawer {
-			goal.X = -0.15
-		}
-		if x.baseTo(s, goal) {
+		if x.baseTo(s, x.baseGoal) {
 			return
 		}
 		x.baseDone = true
@@ -168,6 +169,20 @@ func (x *scripted) plan(s *State) {
 	default:
 		x.terminate()
 	}
+}
+
+// baseGoal is where the expert parks the base before using the arm: square
+// to the counter (yaw 0) at a fixed distance from its front, and sideways
+// where the episode started. The sideways position is kept because nothing
+// in the headcam's view marks it (the counter looks the same along its
+// length), so a policy could not see how far a sideways move should go, nor
+// when it is done; distance and heading show in the counter's edge.
+func baseGoal(s *State) Pose {
+	goal := Pose{X: 0.20, Y: s.Base.Y}
+	if s.Goal.Kind == GoalDrawer {
+		goal.X = -0.15
+	}
+	return goal
 }
 
 // finished reports whether, with the goal met, the expert may terminate:

@@ -1,7 +1,10 @@
 package sim
 
 import (
+	"math"
 	"testing"
+
+	"github.com/ttmrobot/ttm/policy"
 )
 
 // runExpert plays one episode of task with its scripted expert, without
@@ -56,6 +59,42 @@ func TestExpertSuccess(t *testing.T) {
 					t.Errorf("expert succeeded on %d of %d episodes, want at least 95%%; failed seeds %v", ok, seeds, failed)
 				}
 			})
+		}
+	}
+}
+
+// TestExpertBaseGoal checks where the noise-free expert parks the base
+// before its first arm action: square to the counter at the task's distance
+// (x 0.20, drawers -0.15) and sideways where the episode started, which the
+// headcam cannot see.
+func TestExpertBaseGoal(t *testing.T) {
+	for _, task := range Tasks() {
+		for seed := uint64(1); seed <= 10; seed++ {
+			ep, err := NewEpisode(task, seed, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			startY := ep.State().Base.Y
+			wantX := 0.20
+			if ep.State().Goal.Kind == GoalDrawer {
+				wantX = -0.15
+			}
+			x := ep.Expert(ExpertOptions{})
+			for !ep.Done() {
+				a := x.Act(ep.State())
+				if a[policy.DimMode] == policy.ModeArm {
+					b := ep.State().Base
+					if math.Abs(b.X-wantX) > baseTol || math.Abs(b.Y-startY) > baseTol || math.Abs(b.Yaw) > baseYawTol {
+						t.Errorf("%s seed %d: first arm action with the base at %+v; want x %.2f, y %.3f (the start), yaw 0",
+							task.Name, seed, b, wantX, startY)
+					}
+					break
+				}
+				if _, err := ep.Step(a); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ep.Close()
 		}
 	}
 }

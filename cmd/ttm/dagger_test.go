@@ -119,6 +119,64 @@ func TestRecordDAggerBetaOne(t *testing.T) {
 	}
 }
 
+// ttm record --experts --noise X --label expert (DART): the frames are
+// those of the noisy expert's episode, the recorded actions the noise-free
+// expert's on each state it reached, and they differ from the executed
+// ones wherever the noise moved the arm.
+func TestRecordDART(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"record", "--experts", "--noise", "0.3", "--base-noise", "0.1", "--label", "expert",
+		"--tasks", "pick,knock", "--episodes", "2", "--size", "64x80", "--out", dir}
+	if code, _, stderr := runCmd(t, args...); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
+	ix := checkDataset(t, dir)
+	if want := "expert noise=0.3 base_noise=0.1 pause=0 label=expert"; ix.Agent != want {
+		t.Errorf("index agent %q, want %q", ix.Agent, want)
+	}
+	noisy := sim.ExpertOptions{Noise: 0.3, BaseNoise: 0.1}
+	relabelled := 0
+	for _, e := range ix.Episodes {
+		if e.Label != sim.LabelExpert {
+			t.Errorf("%s: label %q", e.File, e.Label)
+		}
+		rec, err := sim.ReadEpisode(filepath.Join(dir, e.File), sim.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task, _ := sim.TaskByName(e.Task)
+		ep, err := sim.NewEpisode(task, e.Seed, sim.Options{Height: 64, Width: 80})
+		if err != nil {
+			t.Fatal(err)
+		}
+		actor, labeler := ep.Expert(noisy), ep.Expert(sim.ExpertOptions{})
+		img := make([]byte, 64*80*3)
+		for k, st := range rec.Steps {
+			if err := ep.Render(img); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(img, st.Image) {
+				t.Fatalf("%s step %d: the frame is not the noisy expert's", e.File, k)
+			}
+			a := slices.Clone(actor.Act(ep.State()))
+			if want := labeler.Act(ep.State()); !slices.Equal(st.Action, want) {
+				t.Fatalf("%s step %d: recorded %v, the noise-free expert says %v", e.File, k, st.Action, want)
+			}
+			if !slices.Equal(st.Action, a) {
+				relabelled++
+			}
+			if _, err := ep.Step(a); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ep.Close()
+	}
+	if relabelled == 0 {
+		t.Error("no recorded action differs from the executed one: the noise did not act")
+	}
+	t.Logf("%d steps labelled differently from what was executed", relabelled)
+}
+
 // The DAgger loop's data step: expert episodes, DAgger episodes of an
 // untrained small policy (failed rollouts, kept for their expert labels) and a plain policy
 // rollout (failed, skipped), trained on together with --data A,B,C; the
@@ -249,7 +307,7 @@ func TestRecordDAggerUsage(t *testing.T) {
 		want string
 	}{
 		{"other label", []string{"record", "--policy", "x.safetensors", "--label", "human", "--out", dir}, `--label "human"`},
-		{"label for experts", []string{"record", "--experts", "--label", "expert", "--out", dir}, "--label is for --policy"},
+		{"beta for experts", []string{"record", "--experts", "--label", "expert", "--beta", "0.5", "--out", dir}, "--beta is for --policy"},
 		{"beta without label", []string{"record", "--policy", "x.safetensors", "--beta", "0.3", "--out", dir}, "--beta needs --label expert"},
 		{"beta above 1", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--beta", "1.5", "--out", dir}, "--beta 1.5"},
 		{"negative beta", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--beta", "-0.1", "--out", dir}, "--beta -0.1"},

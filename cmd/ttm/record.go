@@ -22,7 +22,7 @@ func init() {
 	register(command{name: "record", summary: "record episodes as ROS bags: a dataset from the experts or a policy, or live topics", run: runRecord})
 }
 
-const recordSynopsis = `(--experts | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
+const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
        ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]
 
 With --policy --label expert the dataset is for DAgger: the policy acts (at each
@@ -30,7 +30,13 @@ step, with probability --beta, the noise-free scripted expert's action is
 executed instead) and every step is labelled with the action the expert would
 take in the state the rollout reached. The index names the agent
 "dagger:CKPT:beta=B" and marks each episode "label": "expert"; ttm train keeps
-such episodes even when the rollout failed.`
+such episodes even when the rollout failed.
+
+With --experts --label expert (DART: Laskey et al. 2017, "DART: Noise
+Injection for Robust Imitation Learning") the expert acts with the --noise
+and --base-noise given, and every step is labelled with the noise-free
+expert's action in the state reached: the noise spreads the states a policy
+learns from, and the labels stay the clean ones.`
 
 // runRecord builds a dataset folder, one bag per episode and index.json,
 // or with --ros records the node's live topics to one bag.
@@ -44,7 +50,7 @@ func runRecord(env *environment, args []string) error {
 	fl.BoolVar(experts, "expert", false, "same as --experts")
 	policyPath := fl.String("policy", "", "record rollouts of the policy in this checkpoint `file`")
 	noMemory := fl.Bool("no-memory", false, "policy: zero the TTM memory before every step")
-	label := fl.String("label", "", "policy: record this `label` in place of the policy's actions; only \"expert\" (DAgger: the noise-free expert's action on each state visited)")
+	label := fl.String("label", "", "record this `label` in place of the executed actions; only \"expert\" (the noise-free expert's action on each state visited: DAgger with --policy, DART with --experts)")
 	beta := fl.Float64("beta", 0, "with --label: probability in [0, 1] that a step executes the expert's action instead of the policy's")
 	live := fl.Bool("ros", false, "record the live topics of a running node (image, instruction, action, episode_done) to --out FILE.bag")
 	duration := fl.Duration("duration", 0, "--ros: stop after this long (0: at SIGINT)")
@@ -85,8 +91,8 @@ func runRecord(env *environment, args []string) error {
 	switch {
 	case given["label"] && *label != sim.LabelExpert:
 		return fmt.Errorf("%w: --label %q: the only labels are %q (the scripted expert's)", errUsage, *label, sim.LabelExpert)
-	case given["label"] && *experts:
-		return fmt.Errorf("%w: --label is for --policy rollouts (the experts' actions are their own labels)", errUsage)
+	case given["label"] && *experts && given["beta"]:
+		return fmt.Errorf("%w: --beta is for --policy rollouts (a noisy expert's steps are all its own)", errUsage)
 	case given["beta"] && !given["label"]:
 		return fmt.Errorf("%w: --beta needs --label expert", errUsage)
 	case math.IsNaN(*beta) || *beta < 0 || *beta > 1:
@@ -112,6 +118,14 @@ func runRecord(env *environment, args []string) error {
 		cfg.expert = &x
 		cfg.agentName = fmt.Sprintf("expert noise=%g base_noise=%g pause=%g", x.Noise, x.BaseNoise, x.PauseProb)
 		cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) { return sim.ExpertAgent{Expert: ep.Expert(x)}, nil }
+		if *label != "" {
+			// DART: the noisy expert acts, the noise-free one labels.
+			cfg.agentName += " label=" + *label
+			cfg.label = *label
+			cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) {
+				return sim.NewEpisodeDAgger(ep, sim.ExpertAgent{Expert: ep.Expert(x)}, 0)
+			}
+		}
 	} else {
 		if given["noise"] || given["base-noise"] || given["pause"] {
 			return fmt.Errorf("%w: --noise, --base-noise and --pause are for --experts", errUsage)
