@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -188,4 +189,33 @@ func equalFloats(a, b []float64) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// The nomem ablation applies to ttm checkpoints only: for another sequence
+// model it is left out of the runs, and asked for alone it is an error.
+func TestPolicyRunsNoMemoryNeedsTTM(t *testing.T) {
+	spec := tinySpec(t)
+	spec.Policy.Model = "lstm"
+	path := filepath.Join(t.TempDir(), "lstm.safetensors")
+	if err := policy.Create(spec, 1, "", path, nil); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := PolicyRuns("lstm", path, []Ablation{AblationNone, AblationNoMemory, AblationKnockout}, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range runs {
+		names = append(names, r.Name)
+	}
+	if want := []string{"lstm", "lstm+knockout"}; !slices.Equal(names, want) {
+		t.Errorf("runs %v, want %v", names, want)
+	}
+	if _, err := PolicyRuns("lstm", path, []Ablation{AblationNoMemory}, policy.Options{}); err == nil || !strings.Contains(err.Error(), `runs "lstm"`) {
+		t.Errorf("nomem alone on an lstm checkpoint: %v", err)
+	}
+	runs, err = PolicyRuns("tiny", tinyCheckpoint(t, 1), []Ablation{AblationNone, AblationNoMemory}, policy.Options{})
+	if err != nil || len(runs) != 2 || runs[1].Name != "tiny+nomem" {
+		t.Errorf("ttm checkpoint: runs %+v, %v", runs, err)
+	}
 }

@@ -57,6 +57,9 @@ func (expertPlayer) Close() error { return nil }
 // order (no variants: the plain run): name for AblationNone, name+nomem,
 // name+knockout for the ablations. Every worker loads its own copy of the
 // policy with opts (Threads defaults to 1: one OpenCV thread per worker).
+// The nomem ablation is a switch of the ttm model: for a checkpoint of
+// another sequence model it is left out (logged to opts.Log), and it is an
+// error when it is the only variant asked for.
 func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]RunSpec, error) {
 	sum, err := vision.FileSHA256(path)
 	if err != nil {
@@ -78,6 +81,21 @@ func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]
 		if containsAblation(variants[:i], ab) {
 			return nil, fmt.Errorf("checkpoint %s: ablation %s given twice", path, ab)
 		}
+		if ab == AblationNoMemory {
+			model, err := zeroableMemory(path)
+			if err != nil {
+				return nil, err
+			}
+			if model != "" {
+				if len(variants) == 1 {
+					return nil, fmt.Errorf("checkpoint %s: the no-memory ablation zeroes the ttm model's memory; this checkpoint runs %q", path, model)
+				}
+				if opts.Log != nil {
+					opts.Log.Warn("ablation left out: the checkpoint's model has no ttm memory to zero", "checkpoint", path, "model", model, "ablation", ab)
+				}
+				continue
+			}
+		}
 		n := name
 		if ab != AblationNone {
 			n += "+" + string(ab)
@@ -94,6 +112,20 @@ func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]
 			}})
 	}
 	return runs, nil
+}
+
+// zeroableMemory returns "" when the checkpoint at path runs the ttm model
+// (policy.SetNoMemory applies), else the name of its model.
+func zeroableMemory(path string) (string, error) {
+	p, err := policy.Load(path, policy.Options{NoBackbone: true})
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	if p.SetNoMemory(true) != nil {
+		return p.ModelName(), nil
+	}
+	return "", nil
 }
 
 type policyPlayer struct {
