@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -81,6 +82,7 @@ func runTrain(env *environment, args []string) error {
 	clip := fl.Float64("clip", def.ClipNorm, "global gradient norm bound (0: none)")
 	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
+	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions)")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
@@ -92,6 +94,8 @@ func runTrain(env *environment, args []string) error {
 	if err := requireFlag("data", *data); err != nil {
 		return err
 	}
+	given := map[string]bool{}
+	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	dirs, err := splitDataFlag(*data)
 	if err != nil {
 		return err
@@ -130,6 +134,7 @@ func runTrain(env *environment, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		spec.Policy.Model = *model
+		spec.Policy.BlindActions = *blindActions
 		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
 			return err
 		}
@@ -139,6 +144,9 @@ func runTrain(env *environment, args []string) error {
 		return err
 	}
 	defer p.Close()
+	if given["blind-actions"] && *blindActions != p.Spec().Policy.BlindActions {
+		return fmt.Errorf("%w: --blind-actions=%v, but %s has blind_actions %v", errUsage, *blindActions, start, p.Spec().Policy.BlindActions)
+	}
 	if *model != "" && *model != p.ModelName() {
 		return fmt.Errorf("%w: --model %s, but %s runs the sequence model %s", errUsage, *model, start, p.ModelName())
 	}

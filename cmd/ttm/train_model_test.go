@@ -84,3 +84,26 @@ func TestTrainModelUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+// --blind-actions makes fresh weights that feed the action tokens zeros;
+// resuming such a run with --blind-actions=false is refused.
+func TestTrainBlindActions(t *testing.T) {
+	data, out := t.TempDir(), t.TempDir()
+	recordTinyDataset(t, data, 1)
+	ckpt := filepath.Join(out, "blind.safetensors")
+	common := []string{"train", "--data", data, "--out", ckpt, "--batch", "1", "--window", "2", "--workers", "1"}
+	if code, _, stderr := runCmd(t, append(common, "--blind-actions", "--steps", "1")...); code != 0 {
+		t.Fatalf("train --blind-actions: exit %d: %s", code, stderr)
+	}
+	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Spec().Policy.BlindActions {
+		t.Error("the checkpoint of train --blind-actions does not have blind_actions")
+	}
+	code, _, stderr := runCmd(t, append(common, "--blind-actions=false", "--steps", "2")...)
+	if code != 2 || !strings.Contains(stderr, "has blind_actions true") {
+		t.Errorf("resume with --blind-actions=false: exit %d: %s", code, stderr)
+	}
+}
