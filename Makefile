@@ -90,8 +90,8 @@ TRAIN_EPISODES ?= 30
 TRAIN_STEPS ?= 1000
 TRAIN_ARGS ?=
 train: build
-	$(BIN) record --experts --tasks all --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --out $(TRAIN_DIR)/data
-	$(BIN) train --data $(TRAIN_DIR)/data --preset small --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/small.safetensors $(TRAIN_ARGS)
+	$(BIN) record --experts --tasks all --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
+	$(BIN) train --data $(TRAIN_DIR)/data --preset small --blind-actions --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/small.safetensors $(TRAIN_ARGS)
 
 EVAL_EPISODES ?= 50
 eval: build
