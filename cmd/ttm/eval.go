@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -101,12 +100,10 @@ func runEval(env *environment, args []string) error {
 	if cfg.Height, cfg.Width, err = sim.ParseSize(*size); err != nil {
 		return fmt.Errorf("%w: --size: %v", errUsage, err)
 	}
-	given := false
-	fl.Visit(func(f *flag.Flag) { given = given || f.Name == "size" })
-	if !given && len(policies) > 0 {
+	if !givenFlags(fl)["size"] && len(policies) > 0 {
 		// Frames rendered at another size would be resized to one the
 		// policy never saw in training: render at its own input size.
-		p, err := policy.Load(policies[0], policy.Options{Log: env.log, Threads: 1})
+		p, err := policy.Load(policies[0], policy.Options{Log: env.log, NoBackbone: true})
 		if err != nil {
 			return err
 		}

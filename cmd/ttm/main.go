@@ -117,6 +117,13 @@ func parseFlags(fs *flag.FlagSet, args []string, positional bool) error {
 }
 
 // requireFlag reports a missing mandatory flag as a usage error.
+// givenFlags reports which flags the command line set (defaults excluded).
+func givenFlags(fs *flag.FlagSet) map[string]bool {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given
+}
+
 func requireFlag(name, value string) error {
 	if value == "" {
 		return fmt.Errorf("%w: --%s is required", errUsage, name)

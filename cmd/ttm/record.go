@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -69,8 +68,7 @@ func runRecord(env *environment, args []string) error {
 	if err := requireFlag("out", *out); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fl)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -94,8 +93,7 @@ func runTrain(env *environment, args []string) error {
 	if err := requireFlag("data", *data); err != nil {
 		return err
 	}
-	given := map[string]bool{}
-	fl.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	given := givenFlags(fl)
 	dirs, err := splitDataFlag(*data)
 	if err != nil {
 		return err
