@@ -57,10 +57,17 @@ func OpenFrontEnd(cfg Config, head *Head, backbonePath string, threads int, log 
 		return nil, err
 	}
 	c, h, w := b.OutputShape()
+	if p := cfg.Patches; p > 0 {
+		if err := CheckPatches(cfg.Preprocess.Height, cfg.Preprocess.Width, h, w, p); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+		c += PatchChannels(p)
+	}
 	if c != cfg.Head.FeatureChannels {
 		_ = b.Close()
-		return nil, fmt.Errorf("vision: backbone %s gives %d feature channels (%dx%d map), the head takes %d",
-			backbonePath, c, h, w, cfg.Head.FeatureChannels)
+		return nil, fmt.Errorf("vision: backbone %s gives %d feature channels (%dx%d map; with %d colour-patch channels), the head takes %d",
+			backbonePath, c, h, w, PatchChannels(cfg.Patches), cfg.Head.FeatureChannels)
 	}
 	if p := cfg.Head.Positions; p > 0 && p != h*w {
 		_ = b.Close()
@@ -115,8 +122,8 @@ func (f *FrontEnd) EncodeInto(out []float32, frame Frame, embedding []float32) e
 	if f.cfg.Head.FiLM == FiLMBackbone {
 		film = embedding
 	}
-	if err := f.backbone.Run(f.input, film, f.features); err != nil {
-		return fmt.Errorf("vision: backbone: %w", err)
+	if err := f.runBackbone(film); err != nil {
+		return err
 	}
 	f.head.Forward(out, f.acts, f.features, embedding)
 	return nil
@@ -156,8 +163,8 @@ func (f *FrontEnd) EncodeFeatures(dst []float32, frame Frame) error {
 	if err := f.pre.Run(f.input, frame); err != nil {
 		return err
 	}
-	if err := f.backbone.Run(f.input, nil, f.features); err != nil {
-		return fmt.Errorf("vision: backbone: %w", err)
+	if err := f.runBackbone(nil); err != nil {
+		return err
 	}
 	copy(dst, f.features)
 	return nil
@@ -197,3 +204,18 @@ func (f *FrontEnd) Features() []float32 { return f.features }
 
 // Reset empties the window (start of an episode, new instruction).
 func (f *FrontEnd) Reset() { f.window.Reset() }
+
+// runBackbone fills f.features from f.input: the backbone's map, then
+// the colour patches (Config.Patches).
+func (f *FrontEnd) runBackbone(film []float32) error {
+	p := f.cfg.Patches
+	n := f.h * f.w
+	bc := f.c - PatchChannels(p)
+	if err := f.backbone.Run(f.input, film, f.features[:bc*n]); err != nil {
+		return fmt.Errorf("vision: backbone: %w", err)
+	}
+	if p > 0 {
+		PatchesForward(f.features[bc*n:], f.input, f.cfg.Preprocess.Height, f.cfg.Preprocess.Width, f.h, f.w, p)
+	}
+	return nil
+}

@@ -70,12 +70,21 @@ func (in paramInit) fill(dst []float32, r *rand.Rand) {
 // parameters themselves, or gradients and optimiser moments of the same
 // layout (see Head.View).
 type HeadParams struct {
-	ProjKernel   []float32 // (C, d): the 1x1 convolution, input-major as Flax stores it
-	ProjBias     []float32 // (d)
-	PosEmbed     []float32 // (Positions, d), or nil without positional embedding
+	Hidden       HiddenParams // nil views without HeadConfig.Hidden
+	ProjKernel   []float32    // (C, d), or (Hidden, d): the 1x1 convolution, input-major as Flax stores it
+	ProjBias     []float32    // (d)
+	PosEmbed     []float32    // (Positions, d), or nil without positional embedding
 	FiLM         FiLMParams
 	TokenLearner TokenLearnerParams
 	Keypoints    KeypointParams // nil views without HeadConfig.Keypoints
+}
+
+// HiddenParams are the tensors of the per-position stage before the
+// projection (HeadConfig.Hidden).
+type HiddenParams struct {
+	Kernel []float32 // (C, Hidden), or (3, 3, C, Hidden) for a 3x3 kernel
+	Bias   []float32 // (Hidden)
+	FiLM   FiLMParams
 }
 
 // Head is the trainable Go side of the front end: a 1x1 projection of the
@@ -120,7 +129,24 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	zeros, ones := paramInit{kind: initZeros}, paramInit{kind: initOnes}
 	xavier := func(in, out int) paramInit { return paramInit{kind: initXavier, fanIn: in, fanOut: out} }
 	mlpBias := paramInit{kind: initNormal, std: 1e-6} // scenic MlpBlock
-	add("conv1x1/kernel", xavier(C, d), C, d)
+	projIn := C
+	if c.Hidden > 0 {
+		projIn = c.Hidden
+		if c.HiddenKernel == 3 {
+			add("hidden/conv3x3/kernel", xavier(9*C, c.Hidden), 3, 3, C, c.Hidden)
+			add("hidden/conv3x3/bias", zeros, c.Hidden)
+		} else {
+			add("hidden/conv1x1/kernel", xavier(C, c.Hidden), C, c.Hidden)
+			add("hidden/conv1x1/bias", zeros, c.Hidden)
+		}
+		if c.FiLM == FiLMHead {
+			add("hidden/film/mult/kernel", zeros, e, c.Hidden)
+			add("hidden/film/mult/bias", zeros, c.Hidden)
+			add("hidden/film/add/kernel", zeros, e, c.Hidden)
+			add("hidden/film/add/bias", zeros, c.Hidden)
+		}
+	}
+	add("conv1x1/kernel", xavier(projIn, d), projIn, d)
 	add("conv1x1/bias", zeros, d)
 	switch {
 	case c.Positions > 0 && c.PositionGridWidth > 0:
@@ -165,6 +191,12 @@ func (h *Head) View(flat []float32) HeadParams {
 	}
 	tl := "TokenLearnerModuleV11_0/"
 	return HeadParams{
+		Hidden: HiddenParams{Kernel: orElse(v["hidden/conv1x1/kernel"], v["hidden/conv3x3/kernel"]),
+			Bias: orElse(v["hidden/conv1x1/bias"], v["hidden/conv3x3/bias"]),
+			FiLM: FiLMParams{
+				MultKernel: v["hidden/film/mult/kernel"], MultBias: v["hidden/film/mult/bias"],
+				AddKernel: v["hidden/film/add/kernel"], AddBias: v["hidden/film/add/bias"],
+			}},
 		ProjKernel: v["conv1x1/kernel"],
 		ProjBias:   v["conv1x1/bias"],
 		PosEmbed:   v["pos_embedding"],
@@ -179,6 +211,14 @@ func (h *Head) View(flat []float32) HeadParams {
 		},
 		Keypoints: KeypointParams{LogScale: v["keypoints/log_scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
 	}
+}
+
+// orElse returns a, or b when a is nil.
+func orElse(a, b []float32) []float32 {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 // NumParams is the number of float32 parameters.
@@ -198,10 +238,11 @@ func (h *Head) Init(seed uint64) {
 // backward pass needs) and scratch space. N is fixed when it is made.
 type HeadActs struct {
 	N     int
-	Proj  []float32 // (N, d) after the 1x1 projection
-	Gamma []float32 // (d) FiLM scale, e·W_m + b_m
-	Beta  []float32 // (d) FiLM shift, e·W_a + b_a
-	FiLM  []float32 // (N, d) after FiLM: TokenLearner's input
+	Hid   *HiddenActs // nil without HeadConfig.Hidden
+	Proj  []float32   // (N, d) after the 1x1 projection
+	Gamma []float32   // (d) FiLM scale, e·W_m + b_m
+	Beta  []float32   // (d) FiLM shift, e·W_a + b_a
+	FiLM  []float32   // (N, d) after FiLM: TokenLearner's input
 	TL    *TokenLearnerActs
 	KP    *KeypointActs // nil without keypoints
 
@@ -220,7 +261,81 @@ func (h *Head) NewActs(n int) *HeadActs {
 	if c.Keypoints {
 		a.KP = NewKeypointActs(n, d, c.PositionGridWidth)
 	}
+	if hd := c.Hidden; hd > 0 {
+		a.Hid = &HiddenActs{Pre: make([]float32, n*hd), FiLM: make([]float32, n*hd), Out: make([]float32, n*hd),
+			Gamma: make([]float32, hd), Beta: make([]float32, hd),
+			dOut: make([]float32, n*hd), dFiLM: make([]float32, n*hd), dPre: make([]float32, n*hd),
+			dGamma: make([]float32, hd), dBeta: make([]float32, hd)}
+		if c.HiddenKernel == 3 {
+			a.Hid.Unfolded = make([]float32, 9*c.FeatureChannels*n)
+			a.Hid.dUnfolded = make([]float32, 9*c.FeatureChannels*n)
+		}
+	}
 	return a
+}
+
+// HiddenActs are one frame's activations of the hidden stage.
+type HiddenActs struct {
+	Unfolded    []float32 // (9C, N) each position's 3x3 neighbourhood (a 3x3 kernel only)
+	Pre         []float32 // (N, Hidden) the convolution's output
+	FiLM        []float32 // (N, Hidden) after FiLM (a copy of Pre without it)
+	Out         []float32 // (N, Hidden) GELU(FiLM): the projection's input
+	Gamma, Beta []float32 // (Hidden)
+
+	dOut, dFiLM, dPre, dGamma, dBeta, dUnfolded []float32
+}
+
+// Unfold3x3Forward writes each position's 3x3 neighbourhood of feat
+// (C, N, on a grid width positions wide) into out (9C, N), channel-major
+// like feat: row (ky·3 + kx)·C + c holds channel c at offset (ky-1, kx-1),
+// zero beyond the map's edges. A 3x3 convolution is then a 1x1 one over
+// out (im2col).
+func Unfold3x3Forward(out, feat []float32, c, n, width int) {
+	mustHave("Unfold3x3Forward feat", feat, c*n)
+	mustHave("Unfold3x3Forward out", out, 9*c*n)
+	rows := n / width
+	for k := range 9 {
+		dy, dx := k/3-1, k%3-1
+		for ch := range c {
+			src := feat[ch*n : (ch+1)*n]
+			dst := out[(k*c+ch)*n : (k*c+ch+1)*n]
+			for y := range rows {
+				sy := y + dy
+				for x := range width {
+					sx := x + dx
+					if sy < 0 || sy >= rows || sx < 0 || sx >= width {
+						dst[y*width+x] = 0
+						continue
+					}
+					dst[y*width+x] = src[sy*width+sx]
+				}
+			}
+		}
+	}
+}
+
+// Unfold3x3Backward accumulates the gradient of Unfold3x3Forward into
+// dFeat (C, N) from dOut (9C, N).
+func Unfold3x3Backward(dFeat, dOut []float32, c, n, width int) {
+	rows := n / width
+	for k := range 9 {
+		dy, dx := k/3-1, k%3-1
+		for ch := range c {
+			dst := dFeat[ch*n : (ch+1)*n]
+			src := dOut[(k*c+ch)*n : (k*c+ch+1)*n]
+			for y := range rows {
+				sy := y + dy
+				if sy < 0 || sy >= rows {
+					continue
+				}
+				for x := range width {
+					if sx := x + dx; sx >= 0 && sx < width {
+						dst[sy*width+sx] += src[y*width+x]
+					}
+				}
+			}
+		}
+	}
 }
 
 // ProjectForward applies the 1x1 convolution to a channel-major feature
@@ -251,7 +366,26 @@ func ProjectBackward(dFeat, dW, dB, dOut, feat, w []float32, c, n, d int) {
 func (h *Head) Forward(out []float32, a *HeadActs, feat, e []float32) {
 	c := h.Config
 	n, d := a.N, c.Dim
-	ProjectForward(a.Proj, feat, h.P.ProjKernel, h.P.ProjBias, c.FeatureChannels, n, d)
+	if hd := c.Hidden; hd > 0 {
+		ha := a.Hid
+		in, inC := feat, c.FeatureChannels
+		if c.HiddenKernel == 3 {
+			Unfold3x3Forward(ha.Unfolded, feat, inC, n, c.PositionGridWidth)
+			in, inC = ha.Unfolded, 9*inC
+		}
+		ProjectForward(ha.Pre, in, h.P.Hidden.Kernel, h.P.Hidden.Bias, inC, n, hd)
+		if c.FiLM == FiLMHead {
+			mustHave("Head.Forward embedding", e, c.EmbeddingDim)
+			FiLMCoefficients(ha.Gamma, ha.Beta, e, &h.P.Hidden.FiLM, c.EmbeddingDim, hd)
+			FiLMForward(ha.FiLM, ha.Pre, ha.Gamma, ha.Beta, n, hd)
+		} else {
+			copy(ha.FiLM, ha.Pre)
+		}
+		nn.GELUForward(ha.Out, ha.FiLM)
+		nn.Dense(a.Proj, ha.Out, h.P.ProjKernel, h.P.ProjBias, n, hd, d)
+	} else {
+		ProjectForward(a.Proj, feat, h.P.ProjKernel, h.P.ProjBias, c.FeatureChannels, n, d)
+	}
 	if h.P.PosEmbed != nil {
 		mustHave("Head.Forward positions", h.P.PosEmbed, n*d)
 		nn.Add(a.Proj, h.P.PosEmbed[:n*d])
@@ -307,7 +441,38 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	if g.PosEmbed != nil {
 		nn.Add(g.PosEmbed[:n*d], dProj)
 	}
-	ProjectBackward(dFeat, g.ProjKernel, g.ProjBias, dProj, feat, h.P.ProjKernel, c.FeatureChannels, n, d)
+	hd := c.Hidden
+	if hd == 0 {
+		ProjectBackward(dFeat, g.ProjKernel, g.ProjBias, dProj, feat, h.P.ProjKernel, c.FeatureChannels, n, d)
+		return
+	}
+	ha := a.Hid
+	clear(ha.dOut)
+	nn.DenseBackward(ha.dOut, g.ProjKernel, g.ProjBias, dProj, ha.Out, h.P.ProjKernel, n, hd, d)
+	clear(ha.dFiLM)
+	nn.GELUBackward(ha.dFiLM, ha.dOut, ha.FiLM)
+	dPre := ha.dFiLM
+	if c.FiLM == FiLMHead {
+		clear(ha.dPre)
+		clear(ha.dGamma)
+		clear(ha.dBeta)
+		FiLMBackward(ha.dPre, ha.dGamma, ha.dBeta, ha.dFiLM, ha.Pre, ha.Gamma, n, hd)
+		FiLMCoefficientsBackward(dEmb, &g.Hidden.FiLM, ha.dGamma, ha.dBeta, e, &h.P.Hidden.FiLM, c.EmbeddingDim, hd)
+		dPre = ha.dPre
+	}
+	if c.HiddenKernel != 3 {
+		ProjectBackward(dFeat, g.Hidden.Kernel, g.Hidden.Bias, dPre, feat, h.P.Hidden.Kernel, c.FeatureChannels, n, hd)
+		return
+	}
+	var dIn []float32 // the backbone is frozen: training passes no dFeat
+	if dFeat != nil {
+		dIn = ha.dUnfolded
+		clear(dIn)
+	}
+	ProjectBackward(dIn, g.Hidden.Kernel, g.Hidden.Bias, dPre, ha.Unfolded, h.P.Hidden.Kernel, 9*c.FeatureChannels, n, hd)
+	if dFeat != nil {
+		Unfold3x3Backward(dFeat, dIn, c.FeatureChannels, n, c.PositionGridWidth)
+	}
 }
 
 // sinCos2D writes the 2-D sine-cosine code of a grid of positions, width

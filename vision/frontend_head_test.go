@@ -26,12 +26,51 @@ func randomHead(t testing.TB, c HeadConfig, r *rand.Rand) *Head {
 func naiveHead(h *Head, feat, e []float32, n int) []float64 {
 	c := h.Config
 	C, d, E := c.FeatureChannels, c.Dim, c.EmbeddingDim
+	if hd := c.Hidden; hd > 0 { // the hidden stage's output becomes the map
+		hid := make([]float32, hd*n) // channel-major, as feat
+		gw := max(c.PositionGridWidth, 1)
+		for p := range n {
+			for j := range hd {
+				s := float64(h.P.Hidden.Bias[j])
+				if c.HiddenKernel == 3 { // the convolution by its definition, kernel (3, 3, C, hd)
+					for ky := range 3 {
+						for kx := range 3 {
+							y, x := p/gw+ky-1, p%gw+kx-1
+							if y < 0 || y >= n/gw || x < 0 || x >= gw {
+								continue
+							}
+							for ch := range C {
+								s += float64(feat[ch*n+y*gw+x]) * float64(h.P.Hidden.Kernel[((ky*3+kx)*C+ch)*hd+j])
+							}
+						}
+					}
+				} else {
+					for ch := range C {
+						s += float64(feat[ch*n+p]) * float64(h.P.Hidden.Kernel[ch*hd+j])
+					}
+				}
+				if c.FiLM == FiLMHead {
+					g, b := float64(h.P.Hidden.FiLM.MultBias[j]), float64(h.P.Hidden.FiLM.AddBias[j])
+					for i := range E {
+						g += float64(e[i]) * float64(h.P.Hidden.FiLM.MultKernel[i*hd+j])
+						b += float64(e[i]) * float64(h.P.Hidden.FiLM.AddKernel[i*hd+j])
+					}
+					s = s*(1+g) + b
+				}
+				hid[j*n+p] = float32(0.5 * s * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(s+0.044715*s*s*s))))
+			}
+		}
+		feat, C = hid, hd
+	}
 	x := make([]float32, n*d)
 	for p := range n {
 		for j := range d {
 			s := float64(h.P.ProjBias[j])
 			for ch := range C {
 				s += float64(feat[ch*n+p]) * float64(h.P.ProjKernel[ch*d+j])
+			}
+			if h.P.PosEmbed != nil {
+				s += float64(h.P.PosEmbed[p*d+j])
 			}
 			if c.FiLM == FiLMHead {
 				g, b := float64(h.P.FiLM.MultBias[j]), float64(h.P.FiLM.AddBias[j])
@@ -51,14 +90,19 @@ func naiveHead(h *Head, feat, e []float32, n int) []float64 {
 func TestHeadForwardMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	for _, film := range []FiLMPlacement{FiLMHead, FiLMBackbone} {
-		c := HeadConfig{FeatureChannels: 24, Dim: 16, EmbeddingDim: 12, Tokens: 4, TokenLearnerHidden: 8, FiLM: film}
-		h := randomHead(t, c, r)
-		const n = 20
-		feat, e := randFloats(r, 24*n, 1), randFloats(r, 12, 1)
-		out := make([]float32, 4*16)
-		h.Forward(out, h.NewActs(n), feat, e)
-		if err := relErr64(out, naiveHead(h, feat, e, n)); err > 1e-4 {
-			t.Errorf("film %s: tokens differ from the definition by %g (relative)", film, err)
+		for _, hidden := range []int{0, 10, 30} { // 30: 10 wide with a 3x3 kernel
+			c := HeadConfig{FeatureChannels: 24, Dim: 16, EmbeddingDim: 12, Tokens: 4, TokenLearnerHidden: 8, FiLM: film, Hidden: hidden}
+			if hidden == 30 {
+				c.Hidden, c.HiddenKernel, c.Positions, c.PositionGridWidth = 10, 3, 20, 5
+			}
+			h := randomHead(t, c, r)
+			const n = 20
+			feat, e := randFloats(r, 24*n, 1), randFloats(r, 12, 1)
+			out := make([]float32, 4*16)
+			h.Forward(out, h.NewActs(n), feat, e)
+			if err := relErr64(out, naiveHead(h, feat, e, n)); err > 1e-4 {
+				t.Errorf("film %s, hidden %d: tokens differ from the definition by %g (relative)", film, hidden, err)
+			}
 		}
 	}
 }
@@ -100,26 +144,51 @@ func TestHeadGradients(t *testing.T) {
 	for _, tc := range []struct {
 		film      FiLMPlacement
 		keypoints bool
-	}{{FiLMHead, false}, {FiLMBackbone, false}, {FiLMHead, true}, {FiLMBackbone, true}} {
+		hidden    int
+		supervise bool // SuperviseKeypoints' loss added
+	}{
+		{FiLMHead, false, 0, false}, {FiLMBackbone, false, 0, false}, {FiLMHead, true, 0, false}, {FiLMBackbone, true, 0, false},
+		{FiLMHead, false, 3, false}, {FiLMBackbone, false, 3, false}, {FiLMHead, true, 3, true}, {FiLMBackbone, true, 0, true},
+		{FiLMHead, true, 33, true}, // 33: 3 wide with a 3x3 kernel
+	} {
 		film := tc.film
 		name := string(film)
 		if tc.keypoints {
 			name += "+keypoints"
 		}
+		if tc.hidden > 0 {
+			name += "+hidden"
+		}
+		if tc.hidden == 33 {
+			name += "3x3"
+		}
+		if tc.supervise {
+			name += "+supervised"
+		}
 		t.Run(name, func(t *testing.T) {
-			c := HeadConfig{FeatureChannels: 5, Dim: 6, EmbeddingDim: 3, Tokens: 2, TokenLearnerHidden: 4, FiLM: film}
+			c := HeadConfig{FeatureChannels: 5, Dim: 6, EmbeddingDim: 3, Tokens: 2, TokenLearnerHidden: 4, FiLM: film, Hidden: tc.hidden}
 			if tc.keypoints {
 				c.Positions, c.PositionGridWidth, c.Keypoints = 4, 2, true
+			}
+			if tc.hidden == 33 {
+				c.Hidden, c.HiddenKernel = 3, 3
 			}
 			h := randomHead(t, c, r)
 			const n = 4
 			feat, e := randFloats(r, 5*n, 1), randFloats(r, 3, 1)
 			dOut := randFloats(r, 2*6, 1)
+			// Two labelled keypoints (one off the cell centres, weight 0.7)
+			// and one unlabelled.
+			labels := []float32{0.3, 0.6, 0.7, 0.9, 0.1, 1, 0.5, 0.5, 0}
 			a := h.NewActs(n)
 			out := make([]float32, 2*6)
 			loss := func() float64 {
 				h.Forward(out, a, feat, e)
-				return dot64(out, dOut)
+				l := dot64(out, dOut)
+				if tc.supervise {
+					l += SuperviseKeypoints(a.KP, labels, 0.8, 1)
+				}
+				return l
 			}
 			loss()
 			grads := make([]float32, h.NumParams())
@@ -136,6 +205,47 @@ func TestHeadGradients(t *testing.T) {
 				gradCheck(t, s.Name, h.Params[s.Offset:s.Offset+s.Size], grads[s.Offset:s.Offset+s.Size], loss, 12, r)
 			}
 		})
+	}
+}
+
+// TestSuperviseKeypointsByHand: on a 2x2 map a flat channel puts 1/4 on
+// every cell; a label at cell (1, 0)'s centre with a narrow Gaussian is
+// one-hot there, so the loss is ln 4 (times the weight) and the logits'
+// gradient scale·weight·(1/4 - onehot). An unlabelled channel (weight 0)
+// adds nothing.
+func TestSuperviseKeypointsByHand(t *testing.T) {
+	const n, d = 4, 2
+	a := NewKeypointActs(n, d, 2)
+	x := make([]float32, n*d) // every logit 0
+	p := &KeypointParams{LogScale: []float32{0, 0}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
+	KeypointsForward(make([]float32, d), a, x, p)
+	// cell (column 1, row 0) has its centre at (0.75, 0.25) of the image
+	labels := []float32{0.75, 0.25, 2, 0.1, 0.9, 0}
+	loss := SuperviseKeypoints(a, labels, 0.05, 0.5)
+	if want := 2 * math.Log(4); math.Abs(loss-want) > 1e-6 {
+		t.Errorf("loss %v, want 2 ln 4 = %v", loss, want)
+	}
+	want := []float32{0.25, 0.25 - 1, 0.25, 0.25, 0, 0, 0, 0} // (d, N), times scale·weight = 1
+	for i, w := range want {
+		if math.Abs(float64(a.dSupervised[i]-w)) > 1e-6 {
+			t.Errorf("logit gradient %d = %v, want %v", i, a.dSupervised[i], w)
+		}
+	}
+	// The gradient reaches x through KeypointsBackward (scale 1: dX = d(logits)).
+	dX := make([]float32, n*d)
+	g := &KeypointParams{LogScale: make([]float32, d), Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
+	KeypointsBackward(dX, g, make([]float32, d), a, x, p)
+	for pos := range n {
+		if math.Abs(float64(dX[pos*d]-want[pos])) > 1e-6 || dX[pos*d+1] != 0 {
+			t.Errorf("dX at position %d = %v, want [%v 0]", pos, dX[pos*d:pos*d+2], want[pos])
+		}
+	}
+	// A new forward pass forgets the supervision.
+	KeypointsForward(make([]float32, d), a, x, p)
+	clear(dX)
+	KeypointsBackward(dX, g, make([]float32, d), a, x, p)
+	if slices.ContainsFunc(dX, func(v float32) bool { return v != 0 }) {
+		t.Errorf("dX %v after a forward pass without supervision, want zeros", dX)
 	}
 }
 
@@ -230,18 +340,27 @@ func TestHeadSpecsAndInit(t *testing.T) {
 
 func TestHeadDoesNotAllocate(t *testing.T) {
 	r := rand.New(rand.NewPCG(37, 38))
-	h := randomHead(t, HeadConfig{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true}, r)
-	const n = 25
-	feat, e := randFloats(r, 64*n, 1), randFloats(r, 16, 1)
-	a := h.NewActs(n)
-	out := make([]float32, h.Config.Tokens*32)
-	grads := make([]float32, h.NumParams())
-	g := h.View(grads)
-	if allocs := testing.AllocsPerRun(20, func() { h.Forward(out, a, feat, e) }); allocs != 0 {
-		t.Errorf("Forward: %v allocations", allocs)
-	}
-	if allocs := testing.AllocsPerRun(20, func() { h.Backward(&g, nil, nil, out, a, feat, e) }); allocs != 0 {
-		t.Errorf("Backward: %v allocations", allocs)
+	for _, c := range []HeadConfig{
+		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true},
+		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true, Hidden: 16, HiddenKernel: 3},
+	} {
+		h := randomHead(t, c, r)
+		const n = 25
+		feat, e := randFloats(r, 64*n, 1), randFloats(r, 16, 1)
+		a := h.NewActs(n)
+		out := make([]float32, h.Config.Tokens*32)
+		grads := make([]float32, h.NumParams())
+		g := h.View(grads)
+		labels := []float32{0.5, 0.5, 1}
+		if allocs := testing.AllocsPerRun(20, func() { h.Forward(out, a, feat, e) }); allocs != 0 {
+			t.Errorf("hidden %d: Forward: %v allocations", c.Hidden, allocs)
+		}
+		if allocs := testing.AllocsPerRun(20, func() {
+			SuperviseKeypoints(a.KP, labels, 1, 1)
+			h.Backward(&g, nil, nil, out, a, feat, e)
+		}); allocs != 0 {
+			t.Errorf("hidden %d: supervised Backward: %v allocations", c.Hidden, allocs)
+		}
 	}
 }
 
@@ -256,6 +375,11 @@ func TestHeadConfigRejects(t *testing.T) {
 		{FeatureChannels: 8, PositionGridWidth: 2},
 		{FeatureChannels: 8, Keypoints: true},
 		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, Keypoints: true, Tokens: 1},
+		{FeatureChannels: 8, Hidden: -1},
+		{FeatureChannels: 8, Hidden: 1 << 20},
+		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 2},
+		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 3},                          // no grid
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, HiddenKernel: 3}, // no hidden stage
 	} {
 		if _, err := NewHead(c); err == nil {
 			t.Errorf("%+v accepted", c)

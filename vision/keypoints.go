@@ -1,6 +1,7 @@
 package vision
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/ttmrobot/ttm/internal/nn"
@@ -39,6 +40,8 @@ type KeypointActs struct {
 	Coords          []float32 // (2d) expected x of every channel, then y
 
 	dCoords, dProbs []float32 // (2d), (d, N)
+	dSupervised     []float32 // (d, N) SuperviseKeypoints' gradient of the logits
+	supervised      bool      // dSupervised holds this forward pass's gradient
 }
 
 // NewKeypointActs allocates activations for a map of n positions, gridWidth
@@ -47,7 +50,7 @@ func NewKeypointActs(n, d, gridWidth int) *KeypointActs {
 	a := &KeypointActs{N: n, D: d, GridWidth: gridWidth,
 		GX: make([]float32, n), GY: make([]float32, n),
 		Probs: make([]float32, d*n), Coords: make([]float32, 2*d),
-		dCoords: make([]float32, 2*d), dProbs: make([]float32, d*n)}
+		dCoords: make([]float32, 2*d), dProbs: make([]float32, d*n), dSupervised: make([]float32, d*n)}
 	rows := n / gridWidth
 	for p := range n {
 		a.GX[p] = gridCoord(p%gridWidth, gridWidth)
@@ -78,6 +81,7 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 		}
 	}
 	nn.SoftmaxRowsForward(a.Probs, d, n)
+	a.supervised = false
 	for j := range d {
 		row := a.Probs[j*n : (j+1)*n]
 		var sx, sy float32
@@ -105,6 +109,9 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 		}
 	}
 	nn.SoftmaxRowsBackward(a.dProbs, a.Probs, d, n) // now d(logits)
+	if a.supervised {
+		nn.Add(a.dProbs, a.dSupervised)
+	}
 	for j := range d {
 		row := a.dProbs[j*n : (j+1)*n]
 		s := float32(math.Exp(float64(p.LogScale[j])))
@@ -115,4 +122,63 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 		}
 		g.LogScale[j] += float32(ds) * s
 	}
+}
+
+// KeypointLabelLen is the length of one label of SuperviseKeypoints: the
+// point's image coordinates as fractions of the width and the height
+// (0..1, left to right, top to bottom) and its weight (0: not labelled,
+// for example out of view).
+const KeypointLabelLen = 3
+
+// SuperviseKeypoints is an auxiliary loss on the keypoint distributions:
+// channel i's distribution over the map (a.Probs row i) gets the
+// cross-entropy against a Gaussian over the map's cells centred at label
+// i, sigma cells wide, times the label's weight. It returns the summed
+// loss and keeps scale·weight·(Probs - target), the loss's gradient of
+// the channel's logits, for the next KeypointsBackward. Call it after
+// KeypointsForward, which forgets the previous call's gradient.
+//
+// Behavioural cloning says where a keypoint should be only through the
+// actions, a weak and late signal; naming the hand's and the target's
+// image points (which the simulator knows) teaches the channels to find
+// them directly.
+func SuperviseKeypoints(a *KeypointActs, labels []float32, sigma float64, scale float32) float64 {
+	n, gw := a.N, a.GridWidth
+	rows := n / gw
+	k := len(labels) / KeypointLabelLen
+	if k > a.D || len(labels)%KeypointLabelLen != 0 {
+		panic(fmt.Sprintf("vision: %d keypoint label values for %d channels", len(labels), a.D))
+	}
+	clear(a.dSupervised)
+	a.supervised = true
+	var loss float64
+	for i := range k {
+		l := labels[i*KeypointLabelLen : (i+1)*KeypointLabelLen]
+		w := float64(l[2])
+		if w == 0 {
+			continue
+		}
+		col, row := float64(l[0])*float64(gw)-0.5, float64(l[1])*float64(rows)-0.5
+		probs := a.Probs[i*n : (i+1)*n]
+		grad := a.dSupervised[i*n : (i+1)*n]
+		var z float64
+		for p := range n {
+			dx, dy := float64(p%gw)-col, float64(p/gw)-row
+			t := math.Exp(-(dx*dx + dy*dy) / (2 * sigma * sigma))
+			grad[p] = float32(t)
+			z += t
+		}
+		if z == 0 { // the point lies far outside the map
+			clear(grad)
+			continue
+		}
+		for p, pr := range probs {
+			t := float64(grad[p]) / z
+			if t > 0 {
+				loss -= w * t * math.Log(max(float64(pr), 1e-30))
+			}
+			grad[p] = scale * float32(w*(float64(pr)-t))
+		}
+	}
+	return loss
 }
