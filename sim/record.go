@@ -27,6 +27,9 @@ type Topics struct {
 	Action      string // std_msgs/Float32MultiArray, the node's labelled layout
 	EpisodeDone string // std_msgs/Bool
 	Info        string // std_msgs/String, EpisodeInfo as JSON
+	// Keypoints: std_msgs/Float32MultiArray, each frame's keypoint labels
+	// (KeypointLabels), which only a simulator knows.
+	Keypoints string
 }
 
 // DefaultTopics returns the default topic names.
@@ -38,6 +41,7 @@ func DefaultTopics() Topics {
 		Action:      "action",
 		EpisodeDone: "episode_done",
 		Info:        "episode/info",
+		Keypoints:   "episode/keypoints",
 	}
 }
 
@@ -55,7 +59,8 @@ func (t Topics) resolve(ns string) Topics {
 		return path.Join("/", ns, name)
 	}
 	return Topics{Image: fix(t.Image, d.Image), Compressed: fix(t.Compressed, d.Compressed), Instruction: fix(t.Instruction, d.Instruction),
-		Action: fix(t.Action, d.Action), EpisodeDone: fix(t.EpisodeDone, d.EpisodeDone), Info: fix(t.Info, d.Info)}
+		Action: fix(t.Action, d.Action), EpisodeDone: fix(t.EpisodeDone, d.EpisodeDone), Info: fix(t.Info, d.Info),
+		Keypoints: fix(t.Keypoints, d.Keypoints)}
 }
 
 // InfoVersion is the version of the EpisodeInfo JSON in the bags.
@@ -156,6 +161,8 @@ func actionLayout(space policy.ActionSpace) rosbag.MultiArrayLayout {
 //	image         sensor_msgs/Image rgb8 per step k, stamped (header and record) t0 + k·Period, frame_id "headcam", seq k
 //	action        std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay: the action computed from frame k
 //	              (for a Labeler agent, its label of step k: see RecordOptions.Label)
+//	keypoints     std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay/2: the keypoint labels of frame k
+//	              (KeypointLabels: the hand's and the target's image points, for keypoint supervision)
 //	episode_done  std_msgs/Bool true at t0 + steps·Period
 //	info          std_msgs/String at t0 (latched): EpisodeInfo as JSON
 func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (Result, error) {
@@ -202,7 +209,8 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 		return Result{}, err
 	}
 	rec := &bagRecorder{w: w, ep: ep, topics: topics, agent: agent, ctx: ctx, period: opts.Period, delay: opts.ActionDelay, stamp: stamp,
-		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps}
+		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps,
+		kp: rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)}}
 	h, wd := ep.ImageSize()
 	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: headcamFrame}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
 	res, err := rec.run(ep, t0)
@@ -231,6 +239,7 @@ type bagRecorder struct {
 	stamp  func(time.Duration) rosbag.Time
 	img    rosbag.Image
 	act    rosbag.Float32MultiArray
+	kp     rosbag.Float32MultiArray
 
 	maxSteps int
 }
@@ -272,8 +281,19 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 	}
 	t := r.stamp(time.Duration(k) * r.period)
 	r.img.Header.Seq, r.img.Header.Stamp, r.img.Data = uint32(k), t, img
-	return r.w.Write(r.topics.Image, t, &r.img)
+	if err := r.w.Write(r.topics.Image, t, &r.img); err != nil {
+		return err
+	}
+	// Between the frame and its action, so that a reader meets them in
+	// that order whatever it does with equal times.
+	h, w := r.ep.ImageSize()
+	KeypointLabels(r.kp.Data, r.ep.State(), h, w)
+	return r.w.Write(r.topics.Keypoints, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.kp)
 }
+
+// keypointLayout labels the keypoints topic's values.
+var keypointLayout = rosbag.MultiArrayLayout{Dim: []rosbag.MultiArrayDimension{
+	{Label: "hand/u;hand/v;hand/weight;target/u;target/v;target/weight", Size: KeypointLabelLen, Stride: KeypointLabelLen}}}
 
 // Reset implements Agent for the wrapped agent.
 func (r *bagRecorder) Reset(instruction string) { r.agent.Reset(instruction) }

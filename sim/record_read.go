@@ -8,6 +8,7 @@ import (
 	"image"
 	_ "image/jpeg" // the default compressed-image decoder reads JPEG and PNG
 	_ "image/png"
+	"math"
 	"slices"
 	"sort"
 	"time"
@@ -25,6 +26,9 @@ type RecordedStep struct {
 	Image []byte
 	// Action is the recorded action, nil in a bag without actions.
 	Action []float32
+	// Keypoints are the frame's keypoint labels (KeypointLabels), nil in a
+	// bag without them (a robot's).
+	Keypoints []float32
 }
 
 // RecordedEpisode is an episode read from a bag.
@@ -94,7 +98,8 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 	ep := &RecordedEpisode{}
 	var (
 		instruction string
-		frame       []byte // the latest frame, rgb8
+		frame       []byte    // the latest frame, rgb8
+		keypoints   []float32 // the latest frame's labels
 		stamp       time.Time
 		h, w        int
 		frames      []RecordedStep // every frame, for a bag without actions
@@ -114,11 +119,11 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 		if st.IsZero() || st.Equal(time.Unix(0, 0)) {
 			st = recTime
 		}
-		frame, stamp = rgb, st
+		frame, stamp, keypoints = rgb, st, nil
 		frames = append(frames, RecordedStep{Stamp: st, Image: rgb})
 		return nil
 	}
-	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info}
+	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints}
 	if r.Count(topics.Image) > 0 { // a camera publishing both: the raw frames, not their compressed copies
 		topicList = slices.DeleteFunc(topicList, func(t string) bool { return t == topics.Compressed })
 	}
@@ -174,7 +179,18 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 				ep.Unpaired++
 				continue
 			}
-			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data)})
+			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data), Keypoints: keypoints})
+		case topics.Keypoints:
+			if err := rec.Decode(&arr); err != nil {
+				return nil, err
+			}
+			if len(arr.Data) == 0 || len(arr.Data)%3 != 0 || !finite(arr.Data) {
+				return nil, fmt.Errorf("keypoint labels at %v: %d values, want a multiple of 3, all finite", recTime.Format(time.RFC3339Nano), len(arr.Data))
+			}
+			if frame != nil {
+				keypoints = slices.Clone(arr.Data)
+				frames[len(frames)-1].Keypoints = keypoints
+			}
 		case topics.EpisodeDone:
 			if err := rec.Decode(&flag); err != nil {
 				return nil, err
@@ -312,4 +328,14 @@ func decodeStd(format string, data []byte) ([]byte, int, int, error) {
 		}
 	}
 	return out, h, w, nil
+}
+
+// finite reports whether x holds no NaN or Inf.
+func finite(x []float32) bool {
+	for _, v := range x {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return false
+		}
+	}
+	return true
 }

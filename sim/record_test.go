@@ -23,9 +23,10 @@ import (
 // played is an episode played without recording: its frames (before each
 // step) and actions.
 type played struct {
-	res     Result
-	frames  [][]byte
-	actions [][]float32
+	res       Result
+	frames    [][]byte
+	actions   [][]float32
+	keypoints [][]float32 // each frame's KeypointLabels
 }
 
 // noisyExpert is the expert of the recording tests: noise and pauses make
@@ -52,12 +53,16 @@ func play(t *testing.T, task string, seed uint64, h, w int) played {
 	})
 	p.res, err = Run(ep, agent, func(k int, img []byte) error {
 		p.frames = append(p.frames, append([]byte(nil), img...))
+		l := make([]float32, KeypointLabelLen)
+		KeypointLabels(l, ep.State(), h, w)
+		p.keypoints = append(p.keypoints, l)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.frames = p.frames[:len(p.actions)] // the final frame has no action
+	p.keypoints = p.keypoints[:len(p.actions)]
 	return p
 }
 
@@ -113,6 +118,9 @@ func TestRecordEpisodeRoundTrip(t *testing.T) {
 				}
 				if !reflect.DeepEqual(s.Action, want.actions[k]) {
 					t.Fatalf("step %d: action %v, played %v", k, s.Action, want.actions[k])
+				}
+				if !reflect.DeepEqual(s.Keypoints, want.keypoints[k]) {
+					t.Fatalf("step %d: keypoint labels %v, played %v", k, s.Keypoints, want.keypoints[k])
 				}
 				if st := t0.Add(time.Duration(k) * 333333333); !s.Stamp.Equal(st) { // the period: 1/3 s in whole ns
 					t.Fatalf("step %d stamped %v, want %v", k, s.Stamp, st)
@@ -186,10 +194,11 @@ func TestEpisodeBagWithROSTools(t *testing.T) {
 	t.Run("info", func(t *testing.T) {
 		t.Parallel()
 		out := rosTool(t, "rosbag", "info", "--yaml", path)
-		if got := yamlField(t, out, "messages"); got != strconv.Itoa(2*res.Steps+3) {
-			t.Errorf("messages: %s, want %d", got, 2*res.Steps+3)
+		if got := yamlField(t, out, "messages"); got != strconv.Itoa(3*res.Steps+3) {
+			t.Errorf("messages: %s, want %d", got, 3*res.Steps+3)
 		}
 		for _, want := range []string{"topic: /headcam/image_raw\n      type: sensor_msgs/Image\n      messages: " + n,
+			"topic: /episode/keypoints\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /action\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /instruction\n      type: std_msgs/String\n      messages: 1", "topic: /episode_done\n      type: std_msgs/Bool\n      messages: 1",
 			"topic: /episode/info\n      type: std_msgs/String\n      messages: 1"} {

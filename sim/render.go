@@ -230,6 +230,10 @@ func (r *Renderer) object(o *Object) {
 	}
 }
 
+// palmLift is the height of the palm's centre above the end-effector
+// (the grasp point, between the fingertips).
+const palmLift = 0.078
+
 // arm draws the forearm, the gripper and what it holds.
 func (r *Renderer) arm() {
 	s := r.s
@@ -255,7 +259,7 @@ func (r *Renderer) arm() {
 	if held >= 0 {
 		r.object(&s.Objects[held])
 	}
-	r.box(e.Add(Vec3{0, 0, 0.078}), yaw, Vec3{0.05, gap + 2*fingerT + 0.01, 0.026}, colPalm)
+	r.box(e.Add(Vec3{0, 0, palmLift}), yaw, Vec3{0.05, gap + 2*fingerT + 0.01, 0.026}, colPalm)
 	r.box(f1, yaw, size, colFinger)
 }
 

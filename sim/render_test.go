@@ -165,7 +165,7 @@ func TestGripperVisible(t *testing.T) {
 	if err := r.Render(img, s); err != nil {
 		t.Fatal(err)
 	}
-	palm := s.EEWorld().Add(Vec3{0, 0, 0.078})
+	palm := s.EEWorld().Add(Vec3{0, 0, palmLift})
 	u, v := r.cam.project(r.cam.toCam(palm))
 	p := pixel(img, w, u, v)
 	top := shade(colPalm, Vec3{0, 0, 1})

@@ -1,0 +1,134 @@
+package sim
+
+import (
+	"testing"
+)
+
+// TestKeypointLabelsShowWhatTheyName renders each task's first frames and
+// checks that every labelled point lies on what it names: moving the hand
+// 30 cm sideways, or the target out of the scene, changes the pixels
+// around the label.
+// The target of a drawer task is its
+// handle, which cannot move away: the pixels around it must include the
+// handle's colour (or the palm's, when the hand holds it) instead. Labels
+// do not model occlusion (the arm in front of a handle, one object behind
+// another), so up to one point in ten may fail the check.
+func TestKeypointLabelsShowWhatTheyName(t *testing.T) {
+	const h, w = 128, 160
+	rd, err := NewRenderer(h, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range Tasks() {
+		t.Run(task.Name, func(t *testing.T) {
+			labelled, missed := 0, 0
+			for seed := uint64(1); seed <= 6; seed++ {
+				ep, err := NewEpisode(task, seed, Options{Height: h, Width: w})
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := ep.Expert(ExpertOptions{})
+				for step := 0; step < 40 && !ep.Done(); step++ {
+					s := ep.State()
+					if step%8 == 0 {
+						in, miss := checkLabels(t, rd, s, h, w)
+						labelled, missed = labelled+in, missed+miss
+					}
+					if _, err := ep.Step(x.Act(s)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if labelled < 10 {
+				t.Errorf("only %d points in view over the checked frames", labelled)
+			}
+			if missed*10 > labelled {
+				t.Errorf("%d of %d labelled points do not lie on what they name", missed, labelled)
+			}
+		})
+	}
+}
+
+// checkLabels checks the labels of s and returns how many were in view
+// and how many of those fail the check (logged).
+func checkLabels(t *testing.T, rd *Renderer, s *State, h, w int) (in, missed int) {
+	t.Helper()
+	labels := make([]float32, KeypointLabelLen)
+	KeypointLabels(labels, s, h, w)
+	base := make([]byte, h*w*3)
+	if err := rd.Render(base, s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range KeypointCount {
+		l := labels[3*i : 3*i+3]
+		if l[2] == 0 {
+			continue
+		}
+		if l[2] != 1 || l[0] < 0 || l[0] >= 1 || l[1] < 0 || l[1] >= 1 {
+			t.Fatalf("step %d, point %d: label %v", s.Step, i, l)
+		}
+		in++
+		moved := s.Clone()
+		switch {
+		case i == 0:
+			// Sideways: lifted, the forearm from the shoulder would still
+			// cross the old point.
+			moved.EE[1] += 0.3
+			if moved.Grasp.Kind == GraspObject {
+				moved.Objects[moved.Grasp.Index].Pos = moved.EEWorld().Add(moved.Grasp.Offset)
+			}
+		case s.Goal.Kind == GoalDrawer:
+			u, v := int(l[0]*float32(w)), int(l[1]*float32(h))
+			if !nearColour(base, h, w, u, v, colHandle) && !nearColour(base, h, w, u, v, colPalm) { // the hand may hold it
+				t.Logf("step %d: neither the handle's nor the palm's colour around the drawer label %v", s.Step, l)
+				missed++
+			}
+			continue
+		default:
+			moved.Objects[s.Goal.Object].Pos[2] += 5
+			if s.Grasp.Holds(s.Goal.Object) { // the target is then the other object or the spot
+				continue
+			}
+		}
+		img := make([]byte, h*w*3)
+		if err := rd.Render(img, moved); err != nil {
+			t.Fatal(err)
+		}
+		u, v := int(l[0]*float32(w)), int(l[1]*float32(h))
+		changed := 0
+		for y := max(v-2, 0); y <= min(v+2, h-1); y++ {
+			for x := max(u-2, 0); x <= min(u+2, w-1); x++ {
+				for c := range 3 {
+					if base[(y*w+x)*3+c] != img[(y*w+x)*3+c] {
+						changed++
+						break
+					}
+				}
+			}
+		}
+		if changed < 3 {
+			t.Logf("step %d, goal %v: point %d at (%d, %d) does not lie on what it names (%d of 25 pixels change when it moves away)",
+				s.Step, s.Goal.Kind, i, u, v, changed)
+			missed++
+		}
+	}
+	return in, missed
+}
+
+// nearColour reports whether a pixel within 2 of (u, v) has colour c
+// (shaded by the renderer: within its 0.6..1 brightness range).
+func nearColour(img []byte, h, w, u, v int, c RGB) bool {
+	for y := max(v-2, 0); y <= min(v+2, h-1); y++ {
+		for x := max(u-2, 0); x <= min(u+2, w-1); x++ {
+			ok := true
+			for k := range 3 {
+				p := float64(img[(y*w+x)*3+k])
+				ok = ok && p >= 0.6*float64(c[k])-2 && p <= float64(c[k])+2
+			}
+			if ok {
+				return true
+			}
+		}
+	}
+	return false
+}
