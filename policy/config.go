@@ -159,6 +159,20 @@ func Presets() map[string]Spec {
 	smallVision.Head.Dim, smallVision.Head.EmbeddingDim, smallVision.Head.Tokens, smallVision.Head.TokenLearnerHidden = 64, 64, 4, 32
 	smallLang := language.Config{Width: 64, TokenDim: 64, HashBuckets: 1024, NGramMin: 3, NGramMax: 5}
 
+	// small-keypoints: the small preset with a perception stage that a
+	// seeded random backbone needs (see vision/patches.go): the finer map
+	// of MBConv block 5 (40 channels, 16x20) with 2x2 colour patches per
+	// cell, a 3x3 hidden stage of 32 channels with FiLM, and a keypoint
+	// token whose first channels `ttm train --keypoint-weight` supervises
+	// with the simulator's hand and target points.
+	kpVision := smallVision
+	kpVision.Backbone.Layer = SmallKeypointsFeatureLayer
+	kpVision.Patches = 2
+	kpVision.Head.FeatureChannels = SmallKeypointsBackboneChannels + vision.PatchChannels(2)
+	kpVision.Head.Positions, kpVision.Head.PositionGridWidth = 16*20, 20
+	kpVision.Head.Hidden, kpVision.Head.HiddenKernel = 32, 3
+	kpVision.Head.Keypoints, kpVision.Head.Tokens = true, 5
+
 	return map[string]Spec{
 		"robot": {
 			Policy: Config{Preset: "robot", ActionSpace: RT1(), Padding: 5},
@@ -175,8 +189,20 @@ func Presets() map[string]Spec {
 			TTM:    smallTTM, Vision: smallVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 7},
 		},
+		"small-keypoints": {
+			Policy: Config{Preset: "small-keypoints", ActionSpace: RT1(), Padding: 0},
+			TTM:    smallTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
 	}
 }
+
+// The small-keypoints preset's backbone map: the output of MBConv block 5
+// of B0, stride 8.
+const (
+	SmallKeypointsFeatureLayer     = "blocks.4/add"
+	SmallKeypointsBackboneChannels = 40
+)
 
 // The small preset's feature map: the output of MBConv block 7 of B0.
 const (

@@ -144,6 +144,10 @@ type StepData struct {
 	Features []float32 // (C, N) the backbone's feature map of the step's frame
 	Prev     []float32 // the previous action (A); zeros at the start of an episode
 	Action   []float32 // the demonstrated action (A): the label
+	// Keypoints, optional, labels the keypoint token's first channels
+	// with image points (vision.SuperviseKeypoints' layout: u, v, weight
+	// per point); used when the Learner's KeypointWeight is positive.
+	Keypoints []float32
 }
 
 // WindowStats sums a window's loss and accuracy.
@@ -152,6 +156,9 @@ type WindowStats struct {
 	Correct int     // discrete dimensions whose argmax is the demonstrated bin
 	Labels  int     // discrete dimensions scored
 	Steps   int
+	// KeypointLoss sums the keypoint supervision's loss (times
+	// KeypointWeight); it is not part of Loss.
+	KeypointLoss float64
 }
 
 // Learner computes one window's loss and gradients. Each worker goroutine
@@ -168,6 +175,13 @@ type Learner struct {
 	// that neighbouring bins of a continuous quantity share evidence; the
 	// mode and other categorical dimensions (< 8 bins) stay one-hot.
 	LabelSigma float64
+	// KeypointWeight, when positive, adds the keypoint supervision of
+	// StepData.Keypoints (vision.SuperviseKeypoints, Gaussian targets
+	// KeypointSigma cells wide) to the loss with this weight: an
+	// auxiliary task that teaches the vision head where the hand and the
+	// target are.
+	KeypointWeight float32
+	KeypointSigma  float64
 
 	p          *Policy
 	maxSteps   int
@@ -281,6 +295,15 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			return WindowStats{}, fmt.Errorf("policy: learner step %d: %d features, %d previous and %d demonstrated action values; want %d, %d, %d",
 				i, len(s.Features), len(s.Prev), len(s.Action), C*l.featN, na, na)
 		}
+		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
+			if !v.Head.Keypoints {
+				return WindowStats{}, errors.New("policy: keypoint labels, but the vision head has no keypoint token")
+			}
+			if len(s.Keypoints)%vision.KeypointLabelLen != 0 || len(s.Keypoints)/vision.KeypointLabelLen > v.Head.Dim {
+				return WindowStats{}, fmt.Errorf("policy: learner step %d: %d keypoint label values (%d per point, at most %d points)",
+					i, len(s.Keypoints), vision.KeypointLabelLen, v.Head.Dim)
+			}
+		}
 	}
 	p.lang.Forward(l.emb, l.langPooled, tok)
 
@@ -295,6 +318,10 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 	for t, s := range steps {
 		l.feats[t], l.prevs[t] = s.Features, s.Prev
 		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.emb)
+		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
+			kl := vision.SuperviseKeypoints(l.acts[t].KP, s.Keypoints, l.KeypointSigma, scale*l.KeypointWeight)
+			stats.KeypointLoss += float64(l.KeypointWeight) * kl
+		}
 		in := l.inputs[t]
 		for slot := range h { // slot h-1 is the newest frame
 			age := h - 1 - slot

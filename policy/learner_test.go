@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/ttmrobot/ttm/language"
@@ -22,6 +23,13 @@ func learnerPolicy(t *testing.T, history int, blind ...bool) *Policy {
 // ("" for the TTM of package ttm).
 func learnerPolicyModel(t *testing.T, model string, history int, blind bool) *Policy {
 	t.Helper()
+	return learnerPolicyWith(t, model, history, blind, nil)
+}
+
+// learnerPolicyWith is learnerPolicyModel with edit (if not nil) applied
+// to the test's specification before the policy is built.
+func learnerPolicyWith(t *testing.T, model string, history int, blind bool, edit func(*Spec)) *Policy {
+	t.Helper()
 	spec, err := Preset("small")
 	if err != nil {
 		t.Fatal(err)
@@ -31,6 +39,9 @@ func learnerPolicyModel(t *testing.T, model string, history int, blind bool) *Po
 	spec.Vision.History = history
 	spec.Vision.Head.FeatureChannels = 6
 	spec.Vision.Head.Positions = 5 // the tests' feature maps
+	if edit != nil {
+		edit(&spec)
+	}
 	spec.TTM.InputTokens = history*spec.Vision.Head.Tokens + spec.Policy.ActionSpace.Len() + spec.Policy.Padding
 	vh, err := vision.NewHead(spec.Vision.Head)
 	if err != nil {
@@ -39,7 +50,7 @@ func learnerPolicyModel(t *testing.T, model string, history int, blind bool) *Po
 	vh.Init(3)
 	r := rand.New(rand.NewPCG(9, 9))
 	for _, s := range vh.Specs {
-		if s.Name[:5] == "film/" {
+		if strings.Contains(s.Name, "film/") {
 			for i := s.Offset; i < s.Offset+s.Size; i++ {
 				vh.Params[i] = float32(r.NormFloat64() * 0.1)
 			}
@@ -110,15 +121,32 @@ func TestLearnerGradients(t *testing.T) {
 		noMemory, blind bool
 		smoothGated     bool
 		model           string // "" for the TTM of package ttm
-	}{{"history1", 1, false, false, false, ""}, {"history2", 2, false, false, false, ""}, {"no-memory", 2, true, false, false, ""},
-		{"blind-actions", 1, false, true, false, ""}, {"smoothed-gated-loss", 1, false, false, true, ""},
+		// supervised: a hidden stage and a keypoint token in the head, and
+		// the keypoint supervision in the loss.
+		supervised bool
+	}{{"history1", 1, false, false, false, "", false}, {"history2", 2, false, false, false, "", false}, {"no-memory", 2, true, false, false, "", false},
+		{"blind-actions", 1, false, true, false, "", false}, {"smoothed-gated-loss", 1, false, false, true, "", false},
+		{"hidden-supervised-keypoints", 2, false, false, false, "", true},
 		// Other sequence models (group "seq"), with a carried-in state.
-		{"recurrent", 2, false, false, false, "recurrent"}, {"window", 2, false, false, false, "window"},
-		{"lstm", 1, false, false, false, "lstm"}} {
+		{"recurrent", 2, false, false, false, "recurrent", false}, {"window", 2, false, false, false, "window", false},
+		{"lstm", 1, false, false, false, "lstm", false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := learnerPolicyModel(t, tc.model, tc.history, tc.blind)
+			var edit func(*Spec)
+			if tc.supervised {
+				edit = func(s *Spec) {
+					h := &s.Vision.Head
+					h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
+					s.Policy.Padding = 0
+				}
+			}
+			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
 			const T, n = 3, 5
 			steps := learnerSteps(p, T, n, 7)
+			if tc.supervised { // the hand and a target, one out of view at step 1
+				for i := range steps {
+					steps[i].Keypoints = []float32{0.1 + 0.2*float32(i), 0.5, 1, 0.7, 0.5, float32(i % 2)}
+				}
+			}
 			tok, err := p.Tokenize("pick up the red can")
 			if err != nil {
 				t.Fatal(err)
@@ -156,6 +184,9 @@ func TestLearnerGradients(t *testing.T) {
 			if tc.smoothGated {
 				l.LabelSigma, l.ModeGated = 2, true
 			}
+			if tc.supervised {
+				l.KeypointWeight, l.KeypointSigma = 0.7, 1
+			}
 			lossAt := func() float64 {
 				st := start.Clone()
 				l.ZeroGrads()
@@ -163,7 +194,10 @@ func TestLearnerGradients(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return s.Loss
+				if tc.supervised && !(s.KeypointLoss > 0) {
+					t.Fatalf("keypoint loss %v with labels", s.KeypointLoss)
+				}
+				return s.Loss + s.KeypointLoss
 			}
 			// The window model's attention over 6 steps' tokens curves
 			// enough that central differences of step 1e-2 are off by up

@@ -87,6 +87,8 @@ func runTrain(env *environment, args []string) error {
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
+	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand and target image points; needs a head with a keypoint token); 0: none")
+	keypointSigma := fl.Float64("keypoint-sigma", 1, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
@@ -110,8 +112,10 @@ func runTrain(env *environment, args []string) error {
 	if *logEvery < 1 || *ckptEvery < 1 {
 		return fmt.Errorf("%w: --log-every and --checkpoint-every must be positive", errUsage)
 	}
-	cfg := train.Config{Steps: *steps, Batch: *batch, Window: *window, LR: *lr, Warmup: *warmup, LRFloor: def.LRFloor,
-		WeightDecay: *wd, ClipNorm: *clip, Seed: *seed, Workers: *workers, NoMemory: *noMemory}
+	cfg := def // the loss shaping (mode gating, label smoothing) as the recipe has it
+	cfg.Steps, cfg.Batch, cfg.Window, cfg.LR, cfg.Warmup = *steps, *batch, *window, *lr, *warmup
+	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
+	cfg.KeypointWeight, cfg.KeypointSigma = *keypointWeight, *keypointSigma
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -332,12 +336,19 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 				return nil, use, fmt.Errorf("dataset %s: the index labels %s %q, the bag %q", dir, e.File, e.Label, rec.Info.Label)
 			}
 			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
+			labelled := true
 			for _, s := range rec.Steps {
 				if s.Action == nil {
 					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
 				}
 				fr.Images = append(fr.Images, s.Image)
 				fr.Actions = append(fr.Actions, s.Action)
+				labelled = labelled && s.Keypoints != nil
+			}
+			if labelled { // the simulator's bags: keypoint labels for every frame
+				for _, s := range rec.Steps {
+					fr.Keypoints = append(fr.Keypoints, s.Keypoints)
+				}
 			}
 			if ep, err = train.Encode(p, fr); err != nil {
 				return nil, use, err

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -81,6 +82,21 @@ func TestTrainCommand(t *testing.T) {
 		}
 		f.Close()
 	}
+	// The simulator's bags carry keypoint labels, and the feature cache
+	// keeps them.
+	cached, _ := filepath.Glob(filepath.Join(data, ".features", "*", "*.safetensors"))
+	if len(cached) != 2 {
+		t.Fatalf("feature cache holds %v, want 2 episodes", cached)
+	}
+	for _, path := range cached {
+		f, err := safetensors.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k, ok := f.Tensors["keypoints"]; !ok || len(k.Shape) != 2 || k.Shape[1] != sim.KeypointLabelLen {
+			t.Errorf("%s: keypoint labels %v, want [steps %d]", path, k.Shape, sim.KeypointLabelLen)
+		}
+	}
 	// The checkpoint loads with its backbone, as the node would load it.
 	p, err := policy.Load(ckpt, policy.Options{})
 	if err != nil {
@@ -109,9 +125,43 @@ func TestTrainUsageErrors(t *testing.T) {
 		{"train", "--data", "d"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--batch", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--window", "100"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "1", "--keypoint-sigma", "0"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
 		}
+	}
+}
+
+// TestTrainKeypoints trains the small-keypoints preset with keypoint
+// supervision on recorded bags: the labels travel from the recorder
+// through the feature cache to the loss, logged beside it.
+func TestTrainKeypoints(t *testing.T) {
+	data, out := t.TempDir(), t.TempDir()
+	recordTinyDataset(t, data, 2)
+	ckpt := filepath.Join(out, "kp.safetensors")
+	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--keypoint-weight", "1", "--out", ckpt,
+		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "keypoint supervision") || !strings.Contains(stderr, "labelled_episodes=2") {
+		t.Errorf("log does not report the keypoint supervision:\n%s", stderr)
+	}
+	var lg trainLog
+	b, _ := os.ReadFile(newTrainFiles(ckpt).log)
+	if err := json.Unmarshal(b, &lg); err != nil || len(lg.History) != 2 {
+		t.Fatalf("JSON log: %v, %d records", err, len(lg.History))
+	}
+	for _, r := range lg.History {
+		if !(r.KeypointLoss > 0) {
+			t.Errorf("update %d: keypoint loss %v, want > 0", r.Step, r.KeypointLoss)
+		}
+	}
+	// Without a keypoint token the supervision is refused.
+	code, _, stderr = runCmd(t, "train", "--data", data, "--preset", "small", "--keypoint-weight", "1", "--out", filepath.Join(out, "plain.safetensors"),
+		"--steps", "1", "--batch", "2", "--window", "4")
+	if code == 0 || !strings.Contains(stderr, "keypoint token") {
+		t.Errorf("small preset with --keypoint-weight: exit %d, log:\n%s", code, stderr)
 	}
 }

@@ -24,6 +24,21 @@ type Episode struct {
 	FeatureLen  int       // C·N
 	Features    []float32 // (Steps, C·N)
 	Actions     []float32 // (Steps, A)
+	// KeypointLen, when positive, is the length of each step's keypoint
+	// labels in Keypoints (Steps, KeypointLen): image points for the
+	// keypoint supervision (vision.SuperviseKeypoints' layout).
+	KeypointLen int
+	Keypoints   []float32
+}
+
+// KeypointLabels returns step t's keypoint labels, a view; nil without
+// labels.
+func (e *Episode) KeypointLabels(t int) []float32 {
+	if e.KeypointLen == 0 {
+		return nil
+	}
+	k := e.KeypointLen
+	return e.Keypoints[t*k : (t+1)*k : (t+1)*k]
 }
 
 // Step returns step t's feature map and action, views.
@@ -39,6 +54,10 @@ type Frames struct {
 	Height, Width           int
 	Images                  [][]byte    // per step (Height, Width, 3) rgb8
 	Actions                 [][]float32 // per step (A)
+	// Keypoints, optional, are per step keypoint labels (all of one
+	// length, a multiple of vision.KeypointLabelLen; see
+	// Episode.Keypoints).
+	Keypoints [][]float32
 }
 
 // Cache keeps episodes' feature maps on disk, in a folder named for the
@@ -60,13 +79,18 @@ func NewCache(root string, spec policy.Spec) (*Cache, error) {
 	if layer == "" {
 		layer = "output"
 	}
+	if v.Patches > 0 { // colour patches are part of the cached map
+		layer += fmt.Sprintf("+patches%d", v.Patches)
+	}
 	dir := filepath.Join(root, fmt.Sprintf("%s-%s-%dx%d", sha[:16], layer, v.Preprocess.Height, v.Preprocess.Width))
 	return &Cache{Dir: dir}, nil
 }
 
 func (c *Cache) path(name string) string { return filepath.Join(c.Dir, name+".safetensors") }
 
-// Load returns the cached episode name, or (nil, nil) if it is not cached.
+// Load returns the cached episode name, or (nil, nil) if it is not cached
+// (or cached before episodes carried keypoint labels, so that the labels
+// of its bag are not silently lost).
 // A damaged or mismatched cache file is an error naming it.
 func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 	path := c.path(name)
@@ -76,6 +100,9 @@ func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("feature cache %s: %w (delete it to recompute)", path, err)
+	}
+	if _, ok := f.Metadata["keypoint_len"]; !ok {
+		return nil, nil // written before episodes carried keypoint labels: recompute
 	}
 	ep := &Episode{Name: name, Task: f.Metadata["task"], Instruction: f.Metadata["instruction"], FeatureLen: featureLen}
 	if ep.Steps, err = strconv.Atoi(f.Metadata["steps"]); err != nil || ep.Steps < 1 {
@@ -100,6 +127,18 @@ func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 			return nil, fmt.Errorf("feature cache %s: %s holds NaN or Inf", path, t.name)
 		}
 	}
+	if tn, ok := f.Tensors["keypoints"]; ok {
+		if len(tn.Shape) != 2 || tn.Shape[0] != ep.Steps || tn.Shape[1] < 1 || tn.Shape[1]%vision.KeypointLabelLen != 0 {
+			return nil, fmt.Errorf("feature cache %s: keypoints have shape %v, want [%d, a multiple of %d]", path, tn.Shape, ep.Steps, vision.KeypointLabelLen)
+		}
+		if ep.Keypoints, err = tn.Floats(); err != nil {
+			return nil, fmt.Errorf("feature cache %s: keypoints: %w", path, err)
+		}
+		if !allFinite(ep.Keypoints) {
+			return nil, fmt.Errorf("feature cache %s: keypoints hold NaN or Inf", path)
+		}
+		ep.KeypointLen = tn.Shape[1]
+	}
 	return ep, nil
 }
 
@@ -110,8 +149,12 @@ func (c *Cache) Store(ep *Episode, actionLen int) error {
 	}
 	f := safetensors.New()
 	f.Metadata["task"], f.Metadata["instruction"], f.Metadata["steps"] = ep.Task, ep.Instruction, strconv.Itoa(ep.Steps)
+	f.Metadata["keypoint_len"] = strconv.Itoa(ep.KeypointLen)
 	f.Tensors["features"] = safetensors.FromFloat32(ep.Features, ep.Steps, ep.FeatureLen)
 	f.Tensors["actions"] = safetensors.FromFloat32(ep.Actions, ep.Steps, actionLen)
+	if ep.KeypointLen > 0 {
+		f.Tensors["keypoints"] = safetensors.FromFloat32(ep.Keypoints, ep.Steps, ep.KeypointLen)
+	}
 	return safetensors.WriteFile(c.path(ep.Name), f)
 }
 
@@ -124,6 +167,9 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 	na := p.ActionSpace().Len()
 	if len(fr.Images) == 0 || len(fr.Images) != len(fr.Actions) {
 		return nil, fmt.Errorf("episode %s: %d frames and %d actions", fr.Name, len(fr.Images), len(fr.Actions))
+	}
+	if fr.Keypoints != nil && len(fr.Keypoints) != len(fr.Images) {
+		return nil, fmt.Errorf("episode %s: %d frames and %d keypoint labels", fr.Name, len(fr.Images), len(fr.Keypoints))
 	}
 	ep := &Episode{Name: fr.Name, Task: fr.Task, Instruction: fr.Instruction, Steps: len(fr.Images), FeatureLen: c * n,
 		Features: make([]float32, len(fr.Images)*c*n), Actions: make([]float32, 0, len(fr.Images)*na)}
@@ -142,6 +188,18 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 		}
 		if !allFinite(fr.Actions[t]) {
 			return nil, fmt.Errorf("episode %s step %d: action holds NaN or Inf", fr.Name, t)
+		}
+		if fr.Keypoints != nil {
+			k := len(fr.Keypoints[0])
+			if k == 0 || k%vision.KeypointLabelLen != 0 || len(fr.Keypoints[t]) != k {
+				return nil, fmt.Errorf("episode %s step %d: keypoint labels of %d values (want all of one length, a multiple of %d)",
+					fr.Name, t, len(fr.Keypoints[t]), vision.KeypointLabelLen)
+			}
+			if !allFinite(fr.Keypoints[t]) {
+				return nil, fmt.Errorf("episode %s step %d: keypoint labels hold NaN or Inf", fr.Name, t)
+			}
+			ep.KeypointLen = k
+			ep.Keypoints = append(ep.Keypoints, fr.Keypoints[t]...)
 		}
 		ep.Actions = append(ep.Actions, fr.Actions[t]...)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 )
 
@@ -276,10 +277,38 @@ func TestCacheRoundTripAndDamage(t *testing.T) {
 	if got.Instruction != ep.Instruction || got.Steps != ep.Steps || !slices.Equal(got.Features, ep.Features) || !slices.Equal(got.Actions, ep.Actions) {
 		t.Error("cache round trip changed the episode")
 	}
+	if got.KeypointLen != 0 || got.Keypoints != nil {
+		t.Errorf("an episode without keypoint labels came back with %d", len(got.Keypoints))
+	}
 	if _, err := c.Load(ep.Name, ep.FeatureLen+1, na); err == nil {
 		t.Error("cache of another feature size accepted")
 	}
+
+	// Keypoint labels survive the cache; a file written before episodes
+	// carried them (no keypoint_len) is a miss, so that its bag's labels
+	// are read again.
+	labelled := spotEpisodes(keypointPolicy(t), 1, 3, 4)[0]
+	labelled.Name = "labelled"
+	if err := c.Store(labelled, na); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Load(labelled.Name, labelled.FeatureLen, na); err != nil || got.KeypointLen != 6 || !slices.Equal(got.Keypoints, labelled.Keypoints) {
+		t.Errorf("keypoint labels after the cache: %v (err %v), want %v", got.Keypoints, err, labelled.Keypoints)
+	}
 	path := filepath.Join(c.Dir, ep.Name+".safetensors")
+	old, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(old.Metadata, "keypoint_len")
+	oldPath := filepath.Join(c.Dir, "old.safetensors")
+	if err := safetensors.WriteFile(oldPath, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Load("old", ep.FeatureLen, na); got != nil || err != nil {
+		t.Errorf("a cache file without keypoint_len: %v, %v; want a miss", got, err)
+	}
+
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, b[:len(b)/2], 0o644)
 	if _, err := c.Load(ep.Name, ep.FeatureLen, na); err == nil {
@@ -336,5 +365,135 @@ func BenchmarkUpdate(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*cfg.Batch*cfg.Window)/b.Elapsed().Seconds(), "samples/s")
 		})
+	}
+}
+
+// keypointPolicy is the small preset with a hidden stage and a keypoint
+// token, fresh weights, loaded without a backbone.
+func keypointPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "keypoints.safetensors")
+	spec, err := policy.Preset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &spec.Vision.Head
+	h.Hidden, h.Keypoints, h.PositionGridWidth, h.Tokens = 16, true, 10, 5
+	spec.Policy.Padding = 0
+	if err := policy.Create(spec, 1, "", path, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Load(path, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// spotEpisodes puts a bright spot at a random cell of channel 0 in every
+// frame and labels it as keypoint 0 (keypoint 1 is out of view).
+func spotEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
+	eps := syntheticEpisodes(p, count, steps, seed)
+	spec := p.Spec()
+	n, gw := spec.Vision.Head.Positions, spec.Vision.Head.PositionGridWidth
+	r := rand.New(rand.NewPCG(seed, 3))
+	for _, ep := range eps {
+		ep.KeypointLen = 6
+		for s := range ep.Steps {
+			cell := r.IntN(n)
+			ep.Features[s*ep.FeatureLen+cell] += 3
+			u, v := (float32(cell%gw)+0.5)/float32(gw), (float32(cell/gw)+0.5)/float32(n/gw)
+			ep.Keypoints = append(ep.Keypoints, u, v, 1, 0, 0, 0)
+		}
+	}
+	return eps
+}
+
+// TestKeypointSupervisionLearns: with labels naming the spot's cell, the
+// keypoint loss falls from its start (about ln of the 80 cells, against
+// Gaussian targets; the targets' own entropy, the floor, is about 2.1) by
+// more than 30 % within 60 updates (measured: 5.09 to 3.25); without a
+// weight it is not computed.
+func TestKeypointSupervisionLearns(t *testing.T) {
+	p := keypointPolicy(t)
+	cfg := smallConfig()
+	cfg.Steps, cfg.Batch, cfg.Warmup, cfg.LR = 60, 8, 5, 1e-2
+	cfg.KeypointWeight, cfg.KeypointSigma = 4, 0.7
+	tr, err := New(cfg, p, spotEpisodes(p, 6, 8, 4), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, first, _, err := tr.step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last float64
+	for tr.Updates() < cfg.Steps {
+		if _, _, last, _, err = tr.step(); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Updates()%20 == 0 {
+			t.Logf("update %d: keypoint loss %.3f per unit weight", tr.Updates(), last/cfg.KeypointWeight)
+		}
+	}
+	first, last = first/cfg.KeypointWeight, last/cfg.KeypointWeight
+	if !(first > 4) || !(last < 0.7*first) {
+		t.Errorf("keypoint loss %.3f -> %.3f (per unit weight): not learning where the spot is", first, last)
+	}
+
+	cfg.KeypointWeight = 0
+	tr, err = New(cfg, keypointPolicy(t), spotEpisodes(p, 6, 8, 4), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, kl, _, err := tr.step(); err != nil || kl != 0 {
+		t.Errorf("keypoint loss %v (err %v) without a weight, want 0", kl, err)
+	}
+}
+
+func TestKeypointSupervisionNeedsLabelsAndToken(t *testing.T) {
+	cfg := smallConfig()
+	cfg.KeypointWeight, cfg.KeypointSigma = 1, 1
+	kp := keypointPolicy(t)
+	plain := testPolicy(t)
+	bad := spotEpisodes(kp, 2, 4, 5)
+	bad[1].Keypoints = bad[1].Keypoints[:6] // one step's labels for four steps
+	for _, tc := range []struct {
+		name string
+		p    *policy.Policy
+		eps  []*Episode
+	}{
+		{"no labels", kp, syntheticEpisodes(kp, 2, 4, 5)},
+		{"no keypoint token", plain, spotEpisodes(kp, 2, 4, 5)},
+		{"labels of the wrong length", kp, bad},
+	} {
+		if _, err := New(cfg, tc.p, tc.eps, nil); err == nil {
+			t.Errorf("%s: accepted", tc.name)
+		} else {
+			t.Logf("%s: %v", tc.name, err)
+		}
+	}
+	cfg.KeypointSigma = 0
+	if err := cfg.Validate(); err == nil {
+		t.Error("a keypoint weight with sigma 0 accepted")
+	}
+}
+
+// TestCacheKeyCountsPatches: colour patches are part of the cached map,
+// so a policy with them never reads features cached without them.
+func TestCacheKeyCountsPatches(t *testing.T) {
+	spec := testPolicy(t).Spec()
+	root := t.TempDir()
+	plain, err := NewCache(root, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.Vision.Patches = 2
+	patched, err := NewCache(root, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.Dir == patched.Dir {
+		t.Errorf("features with and without colour patches share the cache %s", plain.Dir)
 	}
 }

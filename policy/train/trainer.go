@@ -27,6 +27,7 @@ import (
 
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/vision"
 )
 
 // Config is a training run's settings.
@@ -45,6 +46,12 @@ type Config struct {
 	// ModeGated and LabelSigma shape the loss (policy.Learner).
 	ModeGated  bool    `json:"mode_gated"`
 	LabelSigma float64 `json:"label_sigma"`
+	// KeypointWeight, when positive, trains the keypoint token's first
+	// channels on the episodes' keypoint labels (Episode.Keypoints) as an
+	// auxiliary loss of this weight, with Gaussian targets KeypointSigma
+	// map cells wide (policy.Learner).
+	KeypointWeight float64 `json:"keypoint_weight,omitempty"`
+	KeypointSigma  float64 `json:"keypoint_sigma,omitempty"`
 }
 
 // DefaultConfig is the small preset's recipe.
@@ -68,6 +75,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: label_sigma %v: want 0..64 bins", c.LabelSigma)
 	case c.Warmup < 0 || c.LRFloor < 0 || c.LRFloor > 1 || c.WeightDecay < 0 || c.ClipNorm < 0:
 		return errors.New("train: warmup, lr_floor (<= 1), weight_decay and clip_norm must not be negative")
+	case c.KeypointWeight < 0 || c.KeypointWeight > 0 && !(c.KeypointSigma > 0 && c.KeypointSigma < 64):
+		return fmt.Errorf("train: keypoint_weight %v, keypoint_sigma %v: want a weight >= 0 and, with a weight, sigma in (0, 64) cells", c.KeypointWeight, c.KeypointSigma)
 	case c.Workers < 1 || c.Workers > 64:
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
 	}
@@ -84,6 +93,9 @@ type Record struct {
 	Samples   int64   `json:"samples"`   // steps trained on so far
 	Seconds   float64 `json:"seconds"`   // wall time of this run segment so far
 	SamplesPS float64 `json:"samples_per_second"`
+	// KeypointLoss is the keypoint supervision's mean loss per step
+	// (times its weight), when the run has one.
+	KeypointLoss float64 `json:"keypoint_loss,omitempty"`
 }
 
 // stream is one batch row: an episode in progress and the state carried
@@ -135,15 +147,29 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	}
 	tr := &Trainer{cfg: cfg, p: p, eps: eps, log: log, zeros: make([]float32, p.ActionSpace().Len()),
 		sched: Schedule{Peak: cfg.LR, Warmup: cfg.Warmup, Total: cfg.Steps, Floor: cfg.LRFloor}}
+	labelled := 0
 	for _, e := range eps {
 		if e.FeatureLen != featLen {
 			return nil, fmt.Errorf("train: episode %s has %d feature values per step, %s has %d", e.Name, e.FeatureLen, eps[0].Name, featLen)
 		}
+		if e.KeypointLen < 0 || len(e.Keypoints) != e.Steps*e.KeypointLen || e.KeypointLen%vision.KeypointLabelLen != 0 {
+			return nil, fmt.Errorf("train: episode %s has %d keypoint label values for %d steps of %d", e.Name, len(e.Keypoints), e.Steps, e.KeypointLen)
+		}
+		labelled += min(e.KeypointLen, 1)
 		tok, err := p.Tokenize(e.Instruction)
 		if err != nil {
 			return nil, fmt.Errorf("train: episode %s: instruction: %w", e.Name, err)
 		}
 		tr.toks = append(tr.toks, tok)
+	}
+	if cfg.KeypointWeight > 0 {
+		if !spec.Vision.Head.Keypoints {
+			return nil, errors.New("train: keypoint supervision needs a vision head with a keypoint token")
+		}
+		if labelled == 0 {
+			return nil, errors.New("train: keypoint supervision, but no episode has keypoint labels (record them with the simulator)")
+		}
+		log.Info("keypoint supervision", "weight", cfg.KeypointWeight, "sigma_cells", cfg.KeypointSigma, "labelled_episodes", labelled, "episodes", len(eps))
 	}
 	for range cfg.Workers {
 		l := policy.NewLearner(p, cfg.Window, featLen/c)
@@ -151,6 +177,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 			return nil, fmt.Errorf("train: %w", err)
 		}
 		l.ModeGated, l.LabelSigma = cfg.ModeGated, cfg.LabelSigma
+		l.KeypointWeight, l.KeypointSigma = float32(cfg.KeypointWeight), cfg.KeypointSigma
 		tr.learners = append(tr.learners, l)
 	}
 	groups := p.Groups()
@@ -194,6 +221,12 @@ func (tr *Trainer) startEpisode(i int) {
 // Step runs one update and returns its mean loss per step and bin
 // accuracy.
 func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
+	loss, acc, _, gradNorm, err = tr.step()
+	return loss, acc, gradNorm, err
+}
+
+// step is Step, also returning the keypoint supervision's mean loss.
+func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error) {
 	cfg := tr.cfg
 	na := tr.p.ActionSpace().Len()
 	total := 0
@@ -210,7 +243,7 @@ func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
 			if t > 0 {
 				_, prev = ep.Step(t-1, na)
 			}
-			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a}
+			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t)}
 		}
 	}
 	scale := float32(1 / float64(total))
@@ -235,7 +268,7 @@ func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, 0, err
 	}
 	grads := tr.learners[0].Grads
 	for _, l := range tr.learners[1:] {
@@ -248,15 +281,16 @@ func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
 	}
 	gradNorm = ClipGlobalNorm(grads, cfg.ClipNorm)
 	if math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
-		return 0, 0, gradNorm, fmt.Errorf("train: update %d: gradient norm %v", tr.opt.Step+1, gradNorm)
+		return 0, 0, 0, gradNorm, fmt.Errorf("train: update %d: gradient norm %v", tr.opt.Step+1, gradNorm)
 	}
 	tr.opt.Update(tr.p.Groups(), grads, tr.sched.At(tr.opt.Step))
 	tr.p.ParamsChanged()
 
-	var sumLoss float64
+	var sumLoss, sumKeypoint float64
 	correct, labels := 0, 0
 	for i, s := range tr.streams {
 		sumLoss += stats[i].Loss
+		sumKeypoint += stats[i].KeypointLoss
 		correct += stats[i].Correct
 		labels += stats[i].Labels
 		s.t += lens[i]
@@ -265,7 +299,7 @@ func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
 		}
 	}
 	tr.samples += int64(total)
-	return sumLoss / float64(total), float64(correct) / float64(max(labels, 1)), gradNorm, nil
+	return sumLoss / float64(total), float64(correct) / float64(max(labels, 1)), sumKeypoint / float64(total), gradNorm, nil
 }
 
 // Updates is the number of updates done.
@@ -281,26 +315,27 @@ func (tr *Trainer) History() []Record { return tr.history }
 func (tr *Trainer) Run(logEvery, checkpointEvery int, checkpoint func(*Trainer) error, stop <-chan struct{}) error {
 	start := time.Now()
 	startSamples, startStep := tr.samples, tr.opt.Step
-	var lossSum, accSum float64
+	var lossSum, accSum, keypointSum float64
 	var n int
 	for tr.opt.Step < tr.cfg.Steps {
-		loss, acc, gn, err := tr.Step()
+		loss, acc, kl, gn, err := tr.step()
 		if err != nil {
 			return err
 		}
-		lossSum, accSum, n = lossSum+loss, accSum+acc, n+1
+		lossSum, accSum, keypointSum, n = lossSum+loss, accSum+acc, keypointSum+kl, n+1
 		done := tr.opt.Step
 		if done%logEvery == 0 || done == tr.cfg.Steps {
 			sec := time.Since(start).Seconds()
 			rec := Record{Step: done, Loss: lossSum / float64(n), BinAcc: accSum / float64(n), LR: tr.sched.At(done - 1),
-				GradNorm: gn, Samples: tr.samples, Seconds: sec, SamplesPS: float64(tr.samples-startSamples) / sec}
+				GradNorm: gn, Samples: tr.samples, Seconds: sec, SamplesPS: float64(tr.samples-startSamples) / sec,
+				KeypointLoss: keypointSum / float64(n)}
 			tr.history = append(tr.history, rec)
-			lossSum, accSum, n = 0, 0, 0
+			lossSum, accSum, keypointSum, n = 0, 0, 0, 0
 			eta := time.Duration(float64(tr.cfg.Steps-done) * sec / float64(done-startStep) * float64(time.Second))
 			tr.log.Info("train", "step", fmt.Sprintf("%d/%d", done, tr.cfg.Steps), "loss", fmt.Sprintf("%.4f", rec.Loss),
 				"bin_acc", fmt.Sprintf("%.3f", rec.BinAcc), "lr", fmt.Sprintf("%.2e", rec.LR), "grad_norm", fmt.Sprintf("%.3f", gn),
 				"samples/s", fmt.Sprintf("%.0f", rec.SamplesPS), "updates/s", fmt.Sprintf("%.2f", float64(done-startStep)/sec),
-				"eta", eta.Round(time.Second))
+				"keypoint_loss", fmt.Sprintf("%.3f", rec.KeypointLoss), "eta", eta.Round(time.Second))
 		}
 		stopping := false
 		if stop != nil {
