@@ -16,11 +16,21 @@ import (
 // loads it without a backbone (training needs only cached features).
 func testPolicy(t *testing.T) *policy.Policy {
 	t.Helper()
-	path := filepath.Join(sharedDir, "small.safetensors")
+	return presetPolicy(t, filepath.Join(sharedDir, "small.safetensors"), nil)
+}
+
+// presetPolicy loads the small preset's checkpoint at path without a
+// backbone, creating it first (with edit applied to the preset, if not
+// nil) unless it exists.
+func presetPolicy(t *testing.T, path string, edit func(*policy.Spec)) *policy.Policy {
+	t.Helper()
 	if _, err := os.Stat(path); err != nil {
 		spec, err := policy.Preset("small")
 		if err != nil {
 			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(&spec)
 		}
 		if err := policy.Create(spec, 1, "", path, nil); err != nil {
 			t.Fatal(err)
@@ -372,22 +382,11 @@ func BenchmarkUpdate(b *testing.B) {
 // token, fresh weights, loaded without a backbone.
 func keypointPolicy(t *testing.T) *policy.Policy {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "keypoints.safetensors")
-	spec, err := policy.Preset("small")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &spec.Vision.Head
-	h.Hidden, h.Keypoints, h.PositionGridWidth, h.Tokens = 16, true, 10, 5
-	spec.Policy.Padding = 0
-	if err := policy.Create(spec, 1, "", path, nil); err != nil {
-		t.Fatal(err)
-	}
-	p, err := policy.Load(path, policy.Options{NoBackbone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return presetPolicy(t, filepath.Join(t.TempDir(), "keypoints.safetensors"), func(spec *policy.Spec) {
+		h := &spec.Vision.Head
+		h.Hidden, h.Keypoints, h.PositionGridWidth, h.Tokens = 16, true, 10, 5
+		spec.Policy.Padding = 0
+	})
 }
 
 // spotEpisodes puts a bright spot at a random cell of channel 0 in every
