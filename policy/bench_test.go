@@ -14,7 +14,7 @@ func BenchmarkStep(b *testing.B) {
 	nn.SetThreads(1)
 	nn.SetParallelism(2)
 	defer nn.SetParallelism(1)
-	for _, name := range []string{"small", "robot"} {
+	for _, name := range []string{"small", "small-keypoints", "robot"} {
 		b.Run(name, func(b *testing.B) {
 			spec, err := Preset(name)
 			if err != nil {

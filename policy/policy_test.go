@@ -241,11 +241,25 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints"} {
 		var p *Policy
-		if model == "ttm" {
+		switch model {
+		case "ttm":
 			p = loadSmall(t, Options{})
-		} else {
+		case "small-keypoints": // colour patches and the hidden stage in the front end
+			spec, err := Preset(model)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(t.TempDir(), "kp.safetensors")
+			if err := Create(spec, 1, "", path, nil); err != nil {
+				t.Fatal(err)
+			}
+			if p, err = Load(path, Options{}); err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+		default:
 			p = loadSeq(t, model, Options{})
 		}
 		st := p.NewState()
