@@ -42,6 +42,7 @@ func TestKeypointLabelsShowWhatTheyName(t *testing.T) {
 			if labelled < 10 {
 				t.Errorf("only %d points in view over the checked frames", labelled)
 			}
+			t.Logf("%d points labelled in view, %d not on what they name", labelled, missed)
 			if missed*10 > labelled {
 				t.Errorf("%d of %d labelled points do not lie on what they name", missed, labelled)
 			}
