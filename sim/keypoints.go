@@ -12,16 +12,19 @@ package sim
 // the target.
 const KeypointCount = 2
 
+// keypointValues is the length of one point's label: u, v, weight.
+const keypointValues = 3
+
 // KeypointLabelLen is the length of one frame's labels (KeypointCount
 // points of u, v, weight).
-const KeypointLabelLen = 3 * KeypointCount
+const KeypointLabelLen = keypointValues * KeypointCount
 
 // KeypointLabels writes the labels of state s seen in an h x w frame into
 // dst (KeypointLabelLen).
 func KeypointLabels(dst []float32, s *State, h, w int) {
 	for i, p := range [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), s.Target()} {
 		u, v, ok := ImagePoint(s, h, w, p)
-		l := dst[3*i : 3*i+3]
+		l := dst[keypointValues*i : keypointValues*(i+1)]
 		if !ok || u < 0 || v < 0 || u >= float64(w) || v >= float64(h) {
 			l[0], l[1], l[2] = 0, 0, 0
 			continue

@@ -184,8 +184,8 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			if err := rec.Decode(&arr); err != nil {
 				return nil, err
 			}
-			if len(arr.Data) == 0 || len(arr.Data)%3 != 0 || !finite(arr.Data) {
-				return nil, fmt.Errorf("keypoint labels at %v: %d values, want a multiple of 3, all finite", recTime.Format(time.RFC3339Nano), len(arr.Data))
+			if len(arr.Data) == 0 || len(arr.Data)%keypointValues != 0 || !finite(arr.Data) {
+				return nil, fmt.Errorf("keypoint labels at %v: %d values, want a multiple of %d, all finite", recTime.Format(time.RFC3339Nano), len(arr.Data), keypointValues)
 			}
 			if frame != nil {
 				keypoints = slices.Clone(arr.Data)

@@ -336,19 +336,18 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 				return nil, use, fmt.Errorf("dataset %s: the index labels %s %q, the bag %q", dir, e.File, e.Label, rec.Info.Label)
 			}
 			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
-			labelled := true
+			labelled := true // the simulator's bags: keypoint labels for every frame
 			for _, s := range rec.Steps {
 				if s.Action == nil {
 					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
 				}
 				fr.Images = append(fr.Images, s.Image)
 				fr.Actions = append(fr.Actions, s.Action)
+				fr.Keypoints = append(fr.Keypoints, s.Keypoints)
 				labelled = labelled && s.Keypoints != nil
 			}
-			if labelled { // the simulator's bags: keypoint labels for every frame
-				for _, s := range rec.Steps {
-					fr.Keypoints = append(fr.Keypoints, s.Keypoints)
-				}
+			if !labelled {
+				fr.Keypoints = nil
 			}
 			if ep, err = train.Encode(p, fr); err != nil {
 				return nil, use, err

@@ -168,11 +168,18 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 	if len(fr.Images) == 0 || len(fr.Images) != len(fr.Actions) {
 		return nil, fmt.Errorf("episode %s: %d frames and %d actions", fr.Name, len(fr.Images), len(fr.Actions))
 	}
-	if fr.Keypoints != nil && len(fr.Keypoints) != len(fr.Images) {
-		return nil, fmt.Errorf("episode %s: %d frames and %d keypoint labels", fr.Name, len(fr.Images), len(fr.Keypoints))
+	k := 0 // keypoint label values per step
+	if fr.Keypoints != nil {
+		if len(fr.Keypoints) != len(fr.Images) {
+			return nil, fmt.Errorf("episode %s: %d frames and %d keypoint labels", fr.Name, len(fr.Images), len(fr.Keypoints))
+		}
+		if k = len(fr.Keypoints[0]); k == 0 || k%vision.KeypointLabelLen != 0 {
+			return nil, fmt.Errorf("episode %s: keypoint labels of %d values (want a multiple of %d)", fr.Name, k, vision.KeypointLabelLen)
+		}
 	}
 	ep := &Episode{Name: fr.Name, Task: fr.Task, Instruction: fr.Instruction, Steps: len(fr.Images), FeatureLen: c * n,
-		Features: make([]float32, len(fr.Images)*c*n), Actions: make([]float32, 0, len(fr.Images)*na)}
+		Features: make([]float32, len(fr.Images)*c*n), Actions: make([]float32, 0, len(fr.Images)*na),
+		KeypointLen: k, Keypoints: make([]float32, 0, len(fr.Images)*k)}
 	img := vision.Image{Height: uint32(fr.Height), Width: uint32(fr.Width), Encoding: "rgb8", Step: uint32(3 * fr.Width)}
 	for t, im := range fr.Images {
 		img.Data = im
@@ -189,16 +196,13 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 		if !allFinite(fr.Actions[t]) {
 			return nil, fmt.Errorf("episode %s step %d: action holds NaN or Inf", fr.Name, t)
 		}
-		if fr.Keypoints != nil {
-			k := len(fr.Keypoints[0])
-			if k == 0 || k%vision.KeypointLabelLen != 0 || len(fr.Keypoints[t]) != k {
-				return nil, fmt.Errorf("episode %s step %d: keypoint labels of %d values (want all of one length, a multiple of %d)",
-					fr.Name, t, len(fr.Keypoints[t]), vision.KeypointLabelLen)
+		if k > 0 {
+			if len(fr.Keypoints[t]) != k {
+				return nil, fmt.Errorf("episode %s step %d: keypoint labels of %d values, step 0 has %d", fr.Name, t, len(fr.Keypoints[t]), k)
 			}
 			if !allFinite(fr.Keypoints[t]) {
 				return nil, fmt.Errorf("episode %s step %d: keypoint labels hold NaN or Inf", fr.Name, t)
 			}
-			ep.KeypointLen = k
 			ep.Keypoints = append(ep.Keypoints, fr.Keypoints[t]...)
 		}
 		ep.Actions = append(ep.Actions, fr.Actions[t]...)
