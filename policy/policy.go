@@ -334,6 +334,24 @@ func (p *Policy) actionInput(prev []float32) []float32 {
 	return prev
 }
 
+// Keypoint returns keypoint i of the frame the last Step or StepFeatures
+// encoded, as fractions of the image's width and height (the convention
+// of the keypoint labels, sim.KeypointLabels); ok is false for a policy
+// without a keypoint token or without a front end, or i out of range.
+// Under keypoint supervision the first channels name the labelled points
+// (the hand, the target).
+func (p *Policy) Keypoint(i int) (u, v float32, ok bool) {
+	if p.front == nil {
+		return 0, 0, false
+	}
+	kp := p.front.Keypoints()
+	if kp == nil || i < 0 || i >= kp.D {
+		return 0, 0, false
+	}
+	u, v = kp.Point(i)
+	return u, v, true
+}
+
 // Logits is the last step's head output (Σ width), a view.
 func (p *Policy) Logits() []float32 { return p.logits }
 

@@ -273,5 +273,27 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		}); a != 0 {
 			t.Errorf("%s: Step allocates %.1f times", model, a)
 		}
+		checkKeypoints(t, model, p)
+	}
+}
+
+// checkKeypoints: a policy with a keypoint token reports one point per
+// channel of the last frame, inside the image; others report none.
+func checkKeypoints(t *testing.T, model string, p *Policy) {
+	t.Helper()
+	h := p.Spec().Vision.Head
+	if _, _, ok := p.Keypoint(0); ok != h.Keypoints {
+		t.Errorf("%s: Keypoint(0) ok = %v with keypoints %v", model, ok, h.Keypoints)
+	}
+	if !h.Keypoints {
+		return
+	}
+	for i := range h.Dim {
+		if u, v, ok := p.Keypoint(i); !ok || u < 0 || u > 1 || v < 0 || v > 1 {
+			t.Errorf("%s: keypoint %d = (%v, %v, %v), want a point inside the image", model, i, u, v, ok)
+		}
+	}
+	if _, _, ok := p.Keypoint(h.Dim); ok {
+		t.Errorf("%s: keypoint %d of %d channels reported", model, h.Dim, h.Dim)
 	}
 }

@@ -12,6 +12,9 @@ package sim
 // the target.
 const KeypointCount = 2
 
+// KeypointNames names the labelled points, in label order.
+var KeypointNames = [KeypointCount]string{"hand", "target"}
+
 // keypointValues is the length of one point's label: u, v, weight.
 const keypointValues = 3
 

@@ -198,6 +198,11 @@ func (f *FrontEnd) Tokens(dst []float32) { f.window.Tokens(dst) }
 // the next Encode.
 func (f *FrontEnd) Input() []float32 { return f.input }
 
+// Keypoints is the last frame's keypoint activations (see
+// KeypointActs.Point), nil without a keypoint token; a view valid until the
+// next Encode.
+func (f *FrontEnd) Keypoints() *KeypointActs { return f.acts.KP }
+
 // Features is the last frame's feature map (C, h, w), a view valid until
 // the next Encode.
 func (f *FrontEnd) Features() []float32 { return f.features }

@@ -259,7 +259,7 @@ func (h *Head) NewActs(n int) *HeadActs {
 		dX: make([]float32, n*d), dProj: make([]float32, n*d), dGamma: make([]float32, d), dBeta: make([]float32, d),
 	}
 	if c.Keypoints {
-		a.KP = NewKeypointActs(n, d, c.PositionGridWidth)
+		a.KP = NewKeypointActs(n, d, c.PositionGridWidth, c.KeypointWindow)
 	}
 	if hd := c.Hidden; hd > 0 {
 		a.Hid = &HiddenActs{Pre: make([]float32, n*hd), FiLM: make([]float32, n*hd), Out: make([]float32, n*hd),

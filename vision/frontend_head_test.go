@@ -146,10 +146,12 @@ func TestHeadGradients(t *testing.T) {
 		keypoints bool
 		hidden    int
 		supervise bool // SuperviseKeypoints' loss added
+		window    int  // KeypointWindow, on a 4x3 map instead of 2x2
 	}{
-		{FiLMHead, false, 0, false}, {FiLMBackbone, false, 0, false}, {FiLMHead, true, 0, false}, {FiLMBackbone, true, 0, false},
-		{FiLMHead, false, 3, false}, {FiLMBackbone, false, 3, false}, {FiLMHead, true, 3, true}, {FiLMBackbone, true, 0, true},
-		{FiLMHead, true, 33, true}, // 33: 3 wide with a 3x3 kernel
+		{FiLMHead, false, 0, false, 0}, {FiLMBackbone, false, 0, false, 0}, {FiLMHead, true, 0, false, 0}, {FiLMBackbone, true, 0, false, 0},
+		{FiLMHead, false, 3, false, 0}, {FiLMBackbone, false, 3, false, 0}, {FiLMHead, true, 3, true, 0}, {FiLMBackbone, true, 0, true, 0},
+		{FiLMHead, true, 33, true, 0}, // 33: 3 wide with a 3x3 kernel
+		{FiLMHead, true, 0, false, 1}, {FiLMHead, true, 33, true, 1},
 	} {
 		film := tc.film
 		name := string(film)
@@ -165,16 +167,23 @@ func TestHeadGradients(t *testing.T) {
 		if tc.supervise {
 			name += "+supervised"
 		}
+		if tc.window > 0 {
+			name += "+window"
+		}
 		t.Run(name, func(t *testing.T) {
 			c := HeadConfig{FeatureChannels: 5, Dim: 6, EmbeddingDim: 3, Tokens: 2, TokenLearnerHidden: 4, FiLM: film, Hidden: tc.hidden}
+			n := 4
 			if tc.keypoints {
 				c.Positions, c.PositionGridWidth, c.Keypoints = 4, 2, true
+			}
+			if tc.window > 0 {
+				n = 12
+				c.Positions, c.PositionGridWidth, c.KeypointWindow = 12, 4, tc.window
 			}
 			if tc.hidden == 33 {
 				c.Hidden, c.HiddenKernel = 3, 3
 			}
 			h := randomHead(t, c, r)
-			const n = 4
 			feat, e := randFloats(r, 5*n, 1), randFloats(r, 3, 1)
 			dOut := randFloats(r, 2*6, 1)
 			// Two labelled keypoints (one off the cell centres, weight 0.7)
@@ -215,7 +224,7 @@ func TestHeadGradients(t *testing.T) {
 // adds nothing.
 func TestSuperviseKeypointsByHand(t *testing.T) {
 	const n, d = 4, 2
-	a := NewKeypointActs(n, d, 2)
+	a := NewKeypointActs(n, d, 2, 0)
 	x := make([]float32, n*d) // every logit 0
 	p := &KeypointParams{LogScale: []float32{0, 0}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
 	KeypointsForward(make([]float32, d), a, x, p)
@@ -256,7 +265,7 @@ func TestSuperviseKeypointsByHand(t *testing.T) {
 // every channel, then the y.
 func TestKeypointsByHand(t *testing.T) {
 	const n, d = 4, 2
-	a := NewKeypointActs(n, d, 2)
+	a := NewKeypointActs(n, d, 2, 0)
 	// x (N, d): channel 0 carries the logits, channel 1 is flat.
 	x := []float32{0, 5, float32(math.Log(3)), 5, 0, 5, 0, 5}
 	p := &KeypointParams{LogScale: []float32{0, 0}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}
@@ -273,6 +282,47 @@ func TestKeypointsByHand(t *testing.T) {
 	}
 	if math.Abs(float64(out[0]-1.0/3)) > 1e-6 || math.Abs(float64(out[1]-0.25)) > 1e-6 {
 		t.Errorf("token %v, want [1/3 0.25]", out)
+	}
+	// As image fractions: the cells' centres lie at 1/4 and 3/4, so x = 1/3,
+	// two thirds of the way from the first centre to the second, is 7/12,
+	// and y = -1/3 is 5/12; the flat channel sits in the middle.
+	for i, want := range [][2]float32{{7.0 / 12, 5.0 / 12}, {0.5, 0.5}} {
+		if u, v := a.Point(i); math.Abs(float64(u-want[0])) > 1e-6 || math.Abs(float64(v-want[1])) > 1e-6 {
+			t.Errorf("point %d = (%v, %v), want %v", i, u, v, want)
+		}
+	}
+}
+
+// TestLocalKeypointByHand: one row of 4 cells at x = -1, -1/3, 1/3, 1 with
+// logits ln 8, ln 2, 0, ln 6 (probabilities 8, 2, 1, 6 over 17). The whole
+// map's soft-argmax is pulled toward the second mode, (-8 - 2/3 + 1/3 + 6)/17
+// = -7/51; a window of 1 around the peak (cells 0 and 1, renormalised to
+// 0.8 and 0.2) reads -0.8 - 0.2/3 = -13/15. Outside the window no gradient
+// flows.
+func TestLocalKeypointByHand(t *testing.T) {
+	const n, d = 4, 1
+	x := []float32{float32(math.Log(8)), float32(math.Log(2)), 0, float32(math.Log(6))}
+	p := &KeypointParams{LogScale: []float32{0}, Kernel: []float32{1, 0}, Bias: []float32{0}} // token = x
+	for _, tc := range []struct {
+		window int
+		want   float64
+	}{{0, -7.0 / 51}, {1, -13.0 / 15}, {3, -7.0 / 51}} {
+		a := NewKeypointActs(n, d, 4, tc.window)
+		out := make([]float32, d)
+		KeypointsForward(out, a, x, p)
+		if math.Abs(float64(out[0])-tc.want) > 1e-6 || a.Coords[1] != 0 {
+			t.Errorf("window %d: point (%v, %v), want (%v, 0)", tc.window, a.Coords[0], a.Coords[1], tc.want)
+		}
+		dX := make([]float32, n)
+		g := &KeypointParams{LogScale: make([]float32, 1), Kernel: make([]float32, 2), Bias: make([]float32, 1)}
+		KeypointsBackward(dX, g, []float32{1}, a, x, p)
+		// d(point)/d(logit i) = q_i·(x_i - point)
+		for i, q := range a.Readout {
+			want := float64(q) * (float64(a.GX[i]) - tc.want)
+			if math.Abs(float64(dX[i])-want) > 1e-6 || tc.window == 1 && i >= 2 && dX[i] != 0 {
+				t.Errorf("window %d: dX[%d] = %v, want %v", tc.window, i, dX[i], want)
+			}
+		}
 	}
 }
 
@@ -343,6 +393,7 @@ func TestHeadDoesNotAllocate(t *testing.T) {
 	for _, c := range []HeadConfig{
 		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true},
 		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true, Hidden: 16, HiddenKernel: 3},
+		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true, KeypointWindow: 1},
 	} {
 		h := randomHead(t, c, r)
 		const n = 25
@@ -378,8 +429,10 @@ func TestHeadConfigRejects(t *testing.T) {
 		{FeatureChannels: 8, Hidden: -1},
 		{FeatureChannels: 8, Hidden: 1 << 20},
 		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 2},
-		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 3},                          // no grid
-		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, HiddenKernel: 3}, // no hidden stage
+		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 3},                            // no grid
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, HiddenKernel: 3},   // no hidden stage
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, KeypointWindow: 1}, // no keypoints
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, Keypoints: true, KeypointWindow: -1},
 	} {
 		if _, err := NewHead(c); err == nil {
 			t.Errorf("%+v accepted", c)

@@ -35,22 +35,35 @@ type KeypointParams struct {
 // KeypointActs holds one frame's keypoint activations and scratch space.
 type KeypointActs struct {
 	N, D, GridWidth int
-	GX, GY          []float32 // (N) each position's column and row in [-1, 1]
-	Probs           []float32 // (d, N) softmax over positions, per channel
-	Coords          []float32 // (2d) expected x of every channel, then y
+	// Window, when positive, reads each channel's point out of the
+	// (2·Window+1)² cells around its most probable cell only (a local
+	// soft-argmax); 0 reads it out of the whole map.
+	Window int
+	GX, GY []float32 // (N) each position's column and row in [-1, 1]
+	Probs  []float32 // (d, N) softmax over positions, per channel
+	// Readout (d, N) is the distribution the coordinates are read from:
+	// Probs itself without a Window, else Probs restricted to the window
+	// and renormalised (zero outside).
+	Readout []float32
+	Coords  []float32 // (2d) expected x of every channel, then y
 
-	dCoords, dProbs []float32 // (2d), (d, N)
-	dSupervised     []float32 // (d, N) SuperviseKeypoints' gradient of the logits
-	supervised      bool      // dSupervised holds this forward pass's gradient
+	dCoords, dLogits []float32 // (2d), (d, N)
+	dSupervised      []float32 // (d, N) SuperviseKeypoints' gradient of the logits
+	supervised       bool      // dSupervised holds this forward pass's gradient
 }
 
 // NewKeypointActs allocates activations for a map of n positions, gridWidth
-// per row, and d channels.
-func NewKeypointActs(n, d, gridWidth int) *KeypointActs {
-	a := &KeypointActs{N: n, D: d, GridWidth: gridWidth,
+// per row, and d channels, read out over the whole map (window 0) or
+// around each channel's peak (see KeypointActs.Window).
+func NewKeypointActs(n, d, gridWidth, window int) *KeypointActs {
+	a := &KeypointActs{N: n, D: d, GridWidth: gridWidth, Window: window,
 		GX: make([]float32, n), GY: make([]float32, n),
 		Probs: make([]float32, d*n), Coords: make([]float32, 2*d),
-		dCoords: make([]float32, 2*d), dProbs: make([]float32, d*n), dSupervised: make([]float32, d*n)}
+		dCoords: make([]float32, 2*d), dLogits: make([]float32, d*n), dSupervised: make([]float32, d*n)}
+	a.Readout = a.Probs
+	if window > 0 {
+		a.Readout = make([]float32, d*n)
+	}
 	rows := n / gridWidth
 	for p := range n {
 		a.GX[p] = gridCoord(p%gridWidth, gridWidth)
@@ -82,8 +95,13 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 	}
 	nn.SoftmaxRowsForward(a.Probs, d, n)
 	a.supervised = false
+	if a.Window > 0 {
+		for j := range d {
+			localWindow(a.Readout[j*n:(j+1)*n], a.Probs[j*n:(j+1)*n], a.GridWidth, a.Window)
+		}
+	}
 	for j := range d {
-		row := a.Probs[j*n : (j+1)*n]
+		row := a.Readout[j*n : (j+1)*n]
 		var sx, sy float32
 		for i, w := range row {
 			sx += w * a.GX[i]
@@ -94,6 +112,56 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 	nn.Dense(out, a.Coords, p.Kernel, p.Bias, 1, 2*d, d)
 }
 
+// Point returns channel i's keypoint from the last KeypointsForward as
+// fractions of the image's width and height, the convention of
+// SuperviseKeypoints' labels (cell centres at (column+0.5)/width).
+func (a *KeypointActs) Point(i int) (u, v float32) {
+	rows := a.N / a.GridWidth
+	return gridFraction(a.Coords[i], a.GridWidth), gridFraction(a.Coords[a.D+i], rows)
+}
+
+// gridFraction inverts gridCoord: coordinate c in [-1, 1] over n cells to
+// a fraction of the map's extent.
+func gridFraction(c float32, n int) float32 {
+	return ((c+1)/2*float32(n-1) + 0.5) / float32(n)
+}
+
+// localWindow writes into q (N) the distribution p (N) over a map
+// gridWidth wide restricted to the cells within radius cells (Chebyshev)
+// of p's most probable cell, renormalised, and zero elsewhere.
+//
+// A whole-map soft-argmax is pulled toward the map's centre by the
+// probability spread over far cells, a bias as large as the spread (on
+// the simulator's frames, it doubled the hand's error against reading out
+// only the 3x3 cells around the peak). The peak's cell is a
+// piecewise-constant choice, so the gradient flows through the window's
+// probabilities only, as through a max-pool's chosen input.
+func localWindow(q, p []float32, gridWidth, radius int) {
+	peak := 0
+	for i, v := range p {
+		if v > p[peak] {
+			peak = i
+		}
+	}
+	rows := len(p) / gridWidth
+	pr, pc := peak/gridWidth, peak%gridWidth
+	r0, r1 := max(pr-radius, 0), min(pr+radius, rows-1)
+	c0, c1 := max(pc-radius, 0), min(pc+radius, gridWidth-1)
+	clear(q)
+	var sum float32
+	for r := r0; r <= r1; r++ {
+		for c := c0; c <= c1; c++ {
+			sum += p[r*gridWidth+c]
+		}
+	}
+	for r := r0; r <= r1; r++ {
+		for c := c0; c <= c1; c++ {
+			i := r*gridWidth + c
+			q[i] = p[i] / sum // sum >= p[peak] >= 1/N
+		}
+	}
+}
+
 // KeypointsBackward accumulates the gradients of KeypointsForward into g
 // and dX (N, d). dOut (d); a and x are the forward pass's.
 func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *KeypointActs, x []float32, p *KeypointParams) {
@@ -101,19 +169,22 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 	mustHave("KeypointsBackward dX", dX, n*d)
 	clear(a.dCoords)
 	nn.DenseBackward(a.dCoords, g.Kernel, g.Bias, dOut, a.Coords, p.Kernel, 1, 2*d, d)
+	// Coords = Σ q·g with q the softmax of the logits over the readout's
+	// cells, so d(logit i) = q_i·(dCoords·(g_i - Coords)), zero outside.
 	for j := range d {
 		dx, dy := a.dCoords[j], a.dCoords[d+j]
-		row := a.dProbs[j*n : (j+1)*n]
-		for i := range n {
-			row[i] = dx*a.GX[i] + dy*a.GY[i]
+		cx, cy := a.Coords[j], a.Coords[d+j]
+		q := a.Readout[j*n : (j+1)*n]
+		row := a.dLogits[j*n : (j+1)*n]
+		for i, w := range q {
+			row[i] = w * (dx*(a.GX[i]-cx) + dy*(a.GY[i]-cy))
 		}
 	}
-	nn.SoftmaxRowsBackward(a.dProbs, a.Probs, d, n) // now d(logits)
 	if a.supervised {
-		nn.Add(a.dProbs, a.dSupervised)
+		nn.Add(a.dLogits, a.dSupervised)
 	}
 	for j := range d {
-		row := a.dProbs[j*n : (j+1)*n]
+		row := a.dLogits[j*n : (j+1)*n]
 		s := float32(math.Exp(float64(p.LogScale[j])))
 		var ds float64
 		for i, v := range row {

@@ -25,7 +25,8 @@ const evalSynopsis = `(--policy CKPT.safetensors ... and/or --expert) [--tasks a
 Closed loop (default): every run (each checkpoint, each of its ablations, the expert) plays
 N seeded episodes of every task; episode i uses seed S+i. Writes DIR/ledger.json (deterministic),
 DIR/timing.json (latencies), DIR/summary.md, DIR/success_per_family.png, DIR/success_vs_length.png
-and DIR/videos/RUN/TASK-EPISODE.gif for the first K episodes of each task.
+and DIR/videos/RUN/TASK-EPISODE.gif for the first K episodes of each task. Checkpoints with a
+keypoint token also get their keypoint error (pixels from the simulator's hand and target points).
 Offline (--data DIR): per-step action error (MAE per dimension, bin accuracy) of each checkpoint
 and ablation on the recorded episodes of a dataset (index.json and bags), per task family,
 with teacher forcing; writes DIR/offline.json and DIR/summary.md.`

@@ -39,7 +39,10 @@ type PolicyAgent struct {
 	knockHit int  // the frame step it happened before; -1: not yet
 }
 
-var _ sim.Agent = (*PolicyAgent)(nil)
+var (
+	_ sim.Agent  = (*PolicyAgent)(nil)
+	_ keypointer = (*PolicyAgent)(nil) // the harness scores its keypoints
+)
 
 // NewPolicyAgent returns an agent acting with p, with a fresh state.
 func NewPolicyAgent(p *policy.Policy) *PolicyAgent {
@@ -60,6 +63,10 @@ func (a *PolicyAgent) SetKnockout(step int) { a.knockAt = max(step, 0) }
 // KnockedOutAt reports the step of the frame before which the knock-out
 // reset the state in the current episode, or -1 if it has not happened.
 func (a *PolicyAgent) KnockedOutAt() int { return a.knockHit }
+
+// Keypoint returns the policy's keypoint i on the last frame it acted on
+// (see policy.Policy.Keypoint).
+func (a *PolicyAgent) Keypoint(i int) (u, v float32, ok bool) { return a.p.Keypoint(i) }
 
 // Reset starts an episode: fresh memory, window and previous action.
 func (a *PolicyAgent) Reset(instruction string) {

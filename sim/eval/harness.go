@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -381,6 +382,8 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 	}
 	agent.Reset(ep.Instruction())
 	HoldAction(held)
+	kp, _ := agent.(keypointer)
+	var tally keypointTally
 	for !ep.Done() {
 		if err := render(); err != nil {
 			return res, err
@@ -396,6 +399,9 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 			return res, fmt.Errorf("%s seed %d step %d: agent gave %d action values, want %d", task, ep.Seed(), obs.Step, len(act), len(next))
 		}
 		timed(took)
+		if kp != nil {
+			tally.add(kp, ep.State(), h, w)
+		}
 		res.Decisions++
 		copy(next, act)
 		d := lat.Steps(took)
@@ -427,9 +433,59 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 			res.KnockoutStep = &at
 		}
 	}
+	res.KeypointError = tally.result()
 	res.Steps, res.Success, res.Terminated = ep.Steps(), ep.Success(), ep.State().Terminated
 	if res.Success && first >= 0 {
 		res.StepsToSuccess = &first
 	}
 	return res, nil
+}
+
+// keypointer is an agent that reports image keypoints (a PolicyAgent).
+type keypointer interface {
+	Keypoint(i int) (u, v float32, ok bool)
+}
+
+// keypointTally sums an agent's keypoint errors, in pixels, against the
+// labels of the frames it acted on: the agent's keypoint i against
+// labelled point i (sim.KeypointLabels), as keypoint supervision pairs
+// them.
+type keypointTally struct {
+	labels   [sim.KeypointLabelLen]float32
+	sumPx    [sim.KeypointCount]float64
+	frames   [sim.KeypointCount]int
+	reported bool
+}
+
+func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
+	const per = sim.KeypointLabelLen / sim.KeypointCount
+	sim.KeypointLabels(t.labels[:], s, h, w)
+	for i := range sim.KeypointCount {
+		u, v, ok := k.Keypoint(i)
+		if !ok {
+			return
+		}
+		t.reported = true
+		l := t.labels[i*per : (i+1)*per]
+		if l[2] == 0 { // out of view
+			continue
+		}
+		t.sumPx[i] += math.Hypot(float64(u-l[0])*float64(w), float64(v-l[1])*float64(h))
+		t.frames[i]++
+	}
+}
+
+// result is the episode's PointErrors, nil if the agent reported none.
+func (t *keypointTally) result() []PointError {
+	if !t.reported {
+		return nil
+	}
+	out := make([]PointError, sim.KeypointCount)
+	for i := range out {
+		out[i] = PointError{Point: sim.KeypointNames[i], Frames: t.frames[i]}
+		if t.frames[i] > 0 {
+			out[i].MeanPx = t.sumPx[i] / float64(t.frames[i])
+		}
+	}
+	return out
 }

@@ -73,6 +73,17 @@ type Stats struct {
 	MeanSteps            float64  `json:"mean_steps"`
 	// Terminated counts the episodes the agent ended itself.
 	Terminated int `json:"terminated"`
+	// KeypointError is the agent's image-point error over these episodes'
+	// frames; absent for agents without keypoints.
+	KeypointError []PointError `json:"keypoint_error,omitempty"`
+}
+
+// PointError is how far an agent's keypoint lay from a labelled image
+// point (sim.KeypointLabels) over the frames that showed the point.
+type PointError struct {
+	Point  string  `json:"point"`   // sim.KeypointNames
+	Frames int     `json:"frames"`  // frames with the point in view
+	MeanPx float64 `json:"mean_px"` // mean distance in pixels; 0 without frames
 }
 
 // EpisodeResult is one episode.
@@ -95,6 +106,9 @@ type EpisodeResult struct {
 	// ablation reset the memory (absent when it did not happen).
 	CueSteps     int  `json:"cue_steps,omitempty"`
 	KnockoutStep *int `json:"knockout_step,omitempty"`
+	// KeypointError is the agent's keypoint error in this episode, for
+	// agents with keypoints (a policy with a keypoint token).
+	KeypointError []PointError `json:"keypoint_error,omitempty"`
 }
 
 // Group names in Ledger.Groups.
@@ -154,6 +168,7 @@ func stats(es []EpisodeResult) Stats {
 			}
 		}
 	}
+	s.KeypointError = poolPointErrors(es)
 	s.SuccessRate = float64(s.Successes) / float64(s.Episodes)
 	s.CILow, s.CIHigh = Wilson(s.Successes, s.Episodes)
 	s.MeanSteps = float64(steps) / float64(s.Episodes)
@@ -167,6 +182,29 @@ func stats(es []EpisodeResult) Stats {
 		s.MeanStepsToSuccess, s.MedianStepsToSuccess = &mean, &med
 	}
 	return s
+}
+
+// poolPointErrors is the frame-weighted mean of the episodes' keypoint
+// errors, point by point; nil when no episode has any.
+func poolPointErrors(es []EpisodeResult) []PointError {
+	var pooled []PointError
+	var sums []float64
+	for _, e := range es {
+		for i, pe := range e.KeypointError {
+			if i == len(pooled) {
+				pooled = append(pooled, PointError{Point: pe.Point})
+				sums = append(sums, 0)
+			}
+			pooled[i].Frames += pe.Frames
+			sums[i] += pe.MeanPx * float64(pe.Frames)
+		}
+	}
+	for i := range pooled {
+		if pooled[i].Frames > 0 {
+			pooled[i].MeanPx = sums[i] / float64(pooled[i].Frames)
+		}
+	}
+	return pooled
 }
 
 // median of xs (the mean of the middle two for an even count).

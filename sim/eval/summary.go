@@ -45,6 +45,19 @@ func Summary(l *Ledger, t *Timing) string {
 		}
 		return fmt.Sprintf("%.1f / %.1f", *st.MeanStepsToSuccess, *st.MedianStepsToSuccess)
 	})
+	if hasKeypoints(l) {
+		b.WriteString("\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (hand / target), over the frames that showed each; meaningful for checkpoints trained with keypoint supervision.\n\n")
+		table(&b, l, rows, func(st Stats) string {
+			if len(st.KeypointError) == 0 {
+				return "–"
+			}
+			parts := make([]string, len(st.KeypointError))
+			for i, pe := range st.KeypointError {
+				parts[i] = fmt.Sprintf("%.1f", pe.MeanPx)
+			}
+			return strings.Join(parts, " / ")
+		})
+	}
 	if t != nil {
 		fmt.Fprintf(&b, "\n## Timing\n\nAgent latency per decision (from timing.json; it varies between runs). Deadline: one period at %g Hz. Wall time %.0f s on %d workers.\n\n",
 			t.Rate, t.WallSeconds, t.Workers)
@@ -54,6 +67,16 @@ func Summary(l *Ledger, t *Timing) string {
 		}
 	}
 	return b.String()
+}
+
+// hasKeypoints reports whether any run reported keypoints.
+func hasKeypoints(l *Ledger) bool {
+	for _, r := range l.Runs {
+		if len(r.Overall.KeypointError) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // summaryRow is one row: a family, a group or everything.

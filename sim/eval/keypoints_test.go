@@ -1,0 +1,105 @@
+package eval
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/ttmrobot/ttm/sim"
+)
+
+// pointer holds still and reports the simulator's labelled points, the
+// hand's moved by (3, 4) pixels: by construction its keypoint error is
+// 5 px for the hand and 0 for the target. It is privileged (it reads the
+// state to know the labels) and counts the frames that showed each point.
+type pointer struct {
+	act    [11]float32
+	labels [sim.KeypointLabelLen]float32
+	h, w   int
+	shown  *[sim.KeypointCount]int
+}
+
+func (*pointer) Reset(string) {}
+
+func (a *pointer) Act(o *sim.Observation) ([]float32, error) {
+	sim.KeypointLabels(a.labels[:], o.State, o.Height, o.Width)
+	a.h, a.w = o.Height, o.Width
+	const per = sim.KeypointLabelLen / sim.KeypointCount
+	for i := range sim.KeypointCount {
+		if a.labels[i*per+2] > 0 {
+			a.shown[i]++
+		}
+	}
+	HoldAction(a.act[:])
+	return a.act[:], nil
+}
+
+func (a *pointer) Keypoint(i int) (u, v float32, ok bool) {
+	const per = sim.KeypointLabelLen / sim.KeypointCount
+	if i >= sim.KeypointCount {
+		return 0, 0, false
+	}
+	u, v = a.labels[i*per], a.labels[i*per+1]
+	if i == 0 {
+		u, v = u+3/float32(a.w), v+4/float32(a.h)
+	}
+	return u, v, true
+}
+
+func TestKeypointError(t *testing.T) {
+	var shown [sim.KeypointCount]int
+	run := RunSpec{Name: "pointer", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) {
+		return agentPlayer{newAgent: func() sim.Agent { return &pointer{shown: &shown} }, privileged: true}, nil
+	}}
+	quitter := customRun("quitter", func() sim.Agent { return &terminator{} })
+	cfg := Config{Tasks: tasks(t, "pick,knock"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1,
+		Runs: []RunSpec{run, quitter}}
+	led, _, err := Evaluate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := led.Overall.KeypointError
+	if len(got) != sim.KeypointCount {
+		t.Fatalf("overall keypoint_error %+v, want %d points", got, sim.KeypointCount)
+	}
+	for i, want := range []float64{5, 0} {
+		pe := got[i]
+		if pe.Point != sim.KeypointNames[i] || pe.Frames != shown[i] || pe.Frames == 0 || math.Abs(pe.MeanPx-want) > 1e-3 {
+			t.Errorf("point %d: %+v, want %s over %d frames at %v px", i, pe, sim.KeypointNames[i], shown[i], want)
+		}
+	}
+	for f, st := range led.PerFamily {
+		if len(st.KeypointError) != sim.KeypointCount || math.Abs(st.KeypointError[0].MeanPx-5) > 1e-3 {
+			t.Errorf("per_family.%s keypoint_error %+v, want the hand at 5 px", f, st.KeypointError)
+		}
+	}
+	if q := led.Run("quitter"); len(q.Overall.KeypointError) != 0 || len(q.Episodes[0].KeypointError) != 0 {
+		t.Errorf("an agent without keypoints has keypoint errors %+v", q.Overall.KeypointError)
+	}
+	sum := Summary(led, nil)
+	if !strings.Contains(sum, "## Keypoint error") || !strings.Contains(sum, "| **overall** | 5.0 / 0.0 | – |") {
+		t.Errorf("summary lacks the keypoint table:\n%s", sum)
+	}
+	led.Runs = led.Runs[1:]
+	if strings.Contains(Summary(led, nil), "Keypoint error") {
+		t.Error("summary of agents without keypoints has a keypoint table")
+	}
+}
+
+// The pooled error weighs each episode by its frames.
+func TestPoolPointErrors(t *testing.T) {
+	es := []EpisodeResult{
+		{KeypointError: []PointError{{"hand", 1, 2}, {"target", 0, 0}}},
+		{KeypointError: []PointError{{"hand", 3, 5}, {"target", 2, 1}}},
+		{}, // an agent without keypoints in the mix adds nothing
+	}
+	got := poolPointErrors(es)
+	want := []PointError{{"hand", 4, (2 + 3*5) / 4.0}, {"target", 2, 1}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("pooled %+v, want %+v", got, want)
+	}
+	if poolPointErrors(es[2:]) != nil {
+		t.Error("episodes without keypoints pooled into errors")
+	}
+}
