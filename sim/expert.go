@@ -66,8 +66,6 @@ type scripted struct {
 	pause int
 
 	baseDone bool
-	baseGoal Pose // set on the first step
-	goalSet  bool
 	sweep    Vec3 // knock: sweep direction, zero until planned
 	swept    bool // knock: the sweep start was reached
 	spot     Vec3 // move: where to put the object down
@@ -128,11 +126,8 @@ func (x *scripted) terminate() {
 // plan sets x.act for state s.
 func (x *scripted) plan(s *State) {
 	g := &s.Goal
-	if !x.goalSet {
-		x.baseGoal, x.goalSet = baseGoal(s), true
-	}
 	if !x.baseDone {
-		if x.baseTo(s, x.baseGoal) {
+		if x.baseTo(s, baseGoal(s)) {
 			return
 		}
 		x.baseDone = true
@@ -173,10 +168,12 @@ func (x *scripted) plan(s *State) {
 
 // baseGoal is where the expert parks the base before using the arm: square
 // to the counter (yaw 0) at a fixed distance from its front, and sideways
-// where the episode started. The sideways position is kept because nothing
-// in the headcam's view marks it (the counter looks the same along its
-// length), so a policy could not see how far a sideways move should go, nor
-// when it is done; distance and heading show in the counter's edge.
+// where the base is now. The sideways position is left free because
+// nothing in the headcam's view marks it (the counter looks the same along
+// its length), so a policy could not see how far a sideways move should
+// go, nor when it is done; distance and heading show in the counter's
+// edge. A sideways drift (base noise, or a learner's rollout that DAgger
+// labels) is therefore not undone.
 func baseGoal(s *State) Pose {
 	goal := Pose{X: 0.20, Y: s.Base.Y}
 	if s.Goal.Kind == GoalDrawer {
