@@ -98,3 +98,69 @@ func TestExpertBaseGoal(t *testing.T) {
 		}
 	}
 }
+
+// TestExpertArmUnderway checks the expert as a DAgger labeller: in a state
+// where a learner has started the arm a little off the expert's parking
+// pose, it carries on with the arm and still solves the task; beyond the
+// arm's working tolerance, or with the arm still at home, it turns the
+// base first.
+func TestExpertArmUnderway(t *testing.T) {
+	cases := []struct {
+		name    string
+		yaw     float64 // base turn after parking (rad)
+		moveArm bool
+		want    int // mode of the expert's next action
+	}{
+		{"arm moved, base a few degrees off", 0.08, true, policy.ModeArm},
+		{"arm moved, base the other way", -0.08, true, policy.ModeArm},
+		{"arm moved, base too far off", 0.2, true, policy.ModeBase},
+		{"arm at home, base a few degrees off", 0.08, false, policy.ModeBase},
+	}
+	for _, c := range cases {
+		for _, name := range []string{"pick", "drawer"} {
+			task, err := TaskByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for seed := uint64(1); seed <= 5; seed++ {
+				ep, err := NewEpisode(task, seed, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				park := ep.Expert(ExpertOptions{})
+				for a := park.Act(ep.State()); a[policy.DimMode] != policy.ModeArm; a = park.Act(ep.State()) {
+					if _, err := ep.Step(a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				turn := make([]float32, 11)
+				turn[policy.DimMode], turn[policy.DimGripper] = policy.ModeBase, -1
+				turn[policy.DimBaseYaw] = float32(c.yaw / StepSeconds)
+				lift := make([]float32, 11)
+				lift[policy.DimMode], lift[policy.DimGripper], lift[policy.DimWorldZ] = policy.ModeArm, -1, 0.5
+				steps := [][]float32{turn}
+				if c.moveArm {
+					steps = append(steps, lift)
+				}
+				for _, a := range steps {
+					if _, err := ep.Step(a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				x := ep.Expert(ExpertOptions{}) // as in DAgger: it did not park the base itself
+				if got := int(x.Act(ep.State())[policy.DimMode]); got != c.want {
+					t.Errorf("%s, %s seed %d: expert mode %d at base %+v, EE %v; want %d", c.name, name, seed, got, ep.State().Base, ep.State().EE, c.want)
+				}
+				for !ep.Done() {
+					if _, err := ep.Step(x.Act(ep.State())); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if !ep.Success() {
+					t.Errorf("%s, %s seed %d: the expert failed from there", c.name, name, seed)
+				}
+				ep.Close()
+			}
+		}
+	}
+}
