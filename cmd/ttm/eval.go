@@ -19,7 +19,7 @@ func init() {
 
 const evalSynopsis = `(--policy CKPT.safetensors ... and/or --expert) [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S]
         [--no-memory] [--ablations nomem,knockout] [--latency 0|measured|DURATION] [--rate HZ] [--workers N]
-        [--shard i/N] [--videos K] [--size HxW] [--data DIR] --out DIR
+        [--shard i/N] [--videos K] [--traces K] [--size HxW] [--data DIR] --out DIR
    or: ttm eval merge --out DIR SHARD_DIR...
 
 Closed loop (default): every run (each checkpoint, each of its ablations, the expert) plays
@@ -27,6 +27,8 @@ N seeded episodes of every task; episode i uses seed S+i. Writes DIR/ledger.json
 DIR/timing.json (latencies), DIR/summary.md, DIR/success_per_family.png, DIR/success_vs_length.png
 and DIR/videos/RUN/TASK-EPISODE.gif for the first K episodes of each task. Checkpoints with a
 keypoint token also get their keypoint error (pixels from the simulator's hand and target points).
+Every checkpoint is compared with the noise-free expert on the states its rollouts reach (mode,
+arm displacement, gripper); --traces K writes DIR/traces/RUN/TASK-EPISODE.csv, both actions per step.
 Offline (--data DIR): per-step action error (MAE per dimension, bin accuracy) of each checkpoint
 and ablation on the recorded episodes of a dataset (index.json and bags), per task family,
 with teacher forcing; writes DIR/offline.json and DIR/summary.md.`
@@ -64,6 +66,7 @@ func runEval(env *environment, args []string) error {
 	workers := fl.Int("workers", 0, "episodes played in parallel (default: the number of CPUs), each worker with its own copy of each policy")
 	shard := fl.String("shard", "", "run only shard `i/N` of the episodes and write a partial ledger for ttm eval merge")
 	videos := fl.Int("videos", 0, "record the first K episodes of every task and run as GIFs")
+	traces := fl.Int("traces", 0, "write the first K episodes of every task and checkpoint run as CSV: the policy's action and the expert's on each state")
 	size := fl.String("size", "256x320", "headcam image size HxW (default: the first checkpoint's input size; 256x320 with --expert alone)")
 	data := fl.String("data", "", "offline: score the checkpoints on the recorded episodes in `DIR` instead of closed loop")
 	out := fl.String("out", "", "output `DIR`")
@@ -97,7 +100,7 @@ func runEval(env *environment, args []string) error {
 		return runEvalOffline(env, offlineArgs{data: *data, out: *out, policies: policies, tasks: taskList, noMemory: *noMemory,
 			ablations: abl, workers: *workers})
 	}
-	cfg := eval.Config{Tasks: taskList, Episodes: *episodes, Seed: *seed, Rate: *rate, Workers: *workers, Videos: *videos, Log: env.log}
+	cfg := eval.Config{Tasks: taskList, Episodes: *episodes, Seed: *seed, Rate: *rate, Workers: *workers, Videos: *videos, Traces: *traces, Log: env.log}
 	if cfg.Height, cfg.Width, err = sim.ParseSize(*size); err != nil {
 		return fmt.Errorf("%w: --size: %v", errUsage, err)
 	}
@@ -130,6 +133,8 @@ func runEval(env *environment, args []string) error {
 		return fmt.Errorf("%w: --workers %d: want 0 (all CPUs) or more", errUsage, *workers)
 	case *videos < 0 || *videos > *episodes:
 		return fmt.Errorf("%w: --videos %d: want 0..--episodes", errUsage, *videos)
+	case *traces < 0 || *traces > *episodes:
+		return fmt.Errorf("%w: --traces %d: want 0..--episodes", errUsage, *traces)
 	}
 	variants := checkpointVariants(*noMemory, abl)
 	names := runNames(policies)
@@ -147,6 +152,7 @@ func runEval(env *environment, args []string) error {
 		return fmt.Errorf("--out: %w", err)
 	}
 	cfg.VideoDir = filepath.Join(*out, eval.VideoDir)
+	cfg.TraceDir = filepath.Join(*out, eval.TraceDir)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	led, tim, err := eval.Evaluate(ctx, cfg)

@@ -45,6 +45,11 @@ type Config struct {
 	// animated GIFs in VideoDir/<run>/<task>-<episode>.gif.
 	Videos   int
 	VideoDir string
+	// Traces writes the first Traces episodes of every task and run as CSV
+	// in TraceDir/<run>/<task>-<episode>.csv: per decision the agent's
+	// action next to the expert's on the same state (see ExpertAgreement).
+	Traces   int
+	TraceDir string
 	// Log receives progress: episodes done, success so far, time left. It
 	// defaults to a logger that discards everything.
 	Log hclog.Logger
@@ -87,6 +92,10 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("eval: %d videos: want 0 or more", c.Videos)
 	case c.Videos > 0 && c.VideoDir == "":
 		return errors.New("eval: videos need a VideoDir")
+	case c.Traces < 0:
+		return fmt.Errorf("eval: %d traces: want 0 or more", c.Traces)
+	case c.Traces > 0 && c.TraceDir == "":
+		return errors.New("eval: traces need a TraceDir")
 	case c.Shard.Count < 0 || (c.Shard.Count > 0 && (c.Shard.Index < 0 || c.Shard.Index >= c.Shard.Count)):
 		return fmt.Errorf("eval: shard %s: want 0 <= i < N", c.Shard)
 	}
@@ -326,11 +335,25 @@ func (w *worker) play(j job) (EpisodeResult, *RunTiming, error) {
 	if cfg.Rate > 0 {
 		deadline = time.Duration(float64(time.Second) / cfg.Rate)
 	}
-	res, err := playEpisode(ep, agent, privileged, cfg.Latency, w.img, w.held, w.next, video, func(d time.Duration) { rt.add(d, deadline) })
+	var agree *agreementTally
+	if !privileged {
+		agree = &agreementTally{expert: ep.Expert(sim.ExpertOptions{})}
+	}
+	var trace *[]traceRow
+	if agree != nil && j.index < cfg.Traces {
+		trace = new([]traceRow)
+	}
+	res, err := playEpisode(ep, agent, privileged, cfg.Latency, w.img, w.held, w.next, video, agree, trace, func(d time.Duration) { rt.add(d, deadline) })
 	if err != nil {
 		return EpisodeResult{}, nil, fmt.Errorf("eval: run %s: %w", run.Name, err)
 	}
 	res.Index = j.index
+	if trace != nil {
+		path := filepath.Join(cfg.TraceDir, run.Name, fmt.Sprintf("%s-%03d.csv", task.Name, j.index))
+		if err := writeTrace(path, *trace); err != nil {
+			return EpisodeResult{}, nil, fmt.Errorf("eval: %w", err)
+		}
+	}
 	if video != nil {
 		path := filepath.Join(cfg.VideoDir, run.Name, fmt.Sprintf("%s-%03d.gif", task.Name, j.index))
 		if err := video.write(path, res.Success); err != nil {
@@ -351,9 +374,11 @@ func HoldAction(dst []float32) {
 
 // playEpisode plays ep to the end with agent under latency lat (see
 // Latency); img (H·W·3), held and next (11) are scratch buffers. Each
-// decision's latency goes to timed. With video, every frame is recorded.
+// decision's latency goes to timed. With video, every frame is recorded;
+// with agree, every decision is compared with the expert's, and with
+// trace also appended to it.
 func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency, img []byte, held, next []float32,
-	video *gifRecorder, timed func(time.Duration)) (EpisodeResult, error) {
+	video *gifRecorder, agree *agreementTally, trace *[]traceRow, timed func(time.Duration)) (EpisodeResult, error) {
 	h, w := ep.ImageSize()
 	task := ep.Task().Name
 	obs := sim.Observation{Image: img, Height: h, Width: w, Instruction: ep.Instruction()}
@@ -402,6 +427,16 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 		if kp != nil {
 			tally.add(kp, ep.State(), h, w)
 		}
+		if agree != nil {
+			s := ep.State()
+			label := agree.add(s, act)
+			if trace != nil {
+				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, handTarget: s.EEWorld().Sub(s.Target()).Norm()}
+				copy(r.agent[:], act)
+				copy(r.exp[:], label)
+				*trace = append(*trace, r)
+			}
+		}
 		res.Decisions++
 		copy(next, act)
 		d := lat.Steps(took)
@@ -434,6 +469,7 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 		}
 	}
 	res.KeypointError = tally.result()
+	res.ExpertAgreement = agree.result()
 	res.Steps, res.Success, res.Terminated = ep.Steps(), ep.Success(), ep.State().Terminated
 	if res.Success && first >= 0 {
 		res.StepsToSuccess = &first

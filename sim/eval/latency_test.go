@@ -87,7 +87,7 @@ func TestLatencyHoldsPreviousAction(t *testing.T) {
 		}
 		start := ep.State().Clone()
 		agent := &scripted{}
-		res, err := playEpisode(ep, agent, false, lat, make([]byte, 16*16*3), make([]float32, 11), make([]float32, 11), nil, func(time.Duration) {})
+		res, err := playEpisode(ep, agent, false, lat, make([]byte, 16*16*3), make([]float32, 11), make([]float32, 11), nil, nil, nil, func(time.Duration) {})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestMeasuredLatency(t *testing.T) {
 	defer ep.Close()
 	agent := &scripted{}
 	var took []time.Duration
-	res, err := playEpisode(ep, agent, false, Latency{Measured: true}, make([]byte, 16*16*3), make([]float32, 11), make([]float32, 11), nil,
+	res, err := playEpisode(ep, agent, false, Latency{Measured: true}, make([]byte, 16*16*3), make([]float32, 11), make([]float32, 11), nil, nil, nil,
 		func(d time.Duration) { took = append(took, d) })
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestMeasuredLatency(t *testing.T) {
 	}
 	fixed, _ := sim.NewEpisode(task, 4, sim.Options{Height: 16, Width: 16})
 	defer fixed.Close()
-	if _, err := playEpisode(fixed, &scripted{}, false, Latency{Fixed: time.Millisecond}, make([]byte, 16*16*3), make([]float32, 11), make([]float32, 11), nil,
+	if _, err := playEpisode(fixed, &scripted{}, false, Latency{Fixed: time.Millisecond}, make([]byte, 16*16*3), make([]float32, 11), make([]float32, 11), nil, nil, nil,
 		func(time.Duration) {}); err != nil {
 		t.Fatal(err)
 	}

@@ -76,6 +76,9 @@ type Stats struct {
 	// KeypointError is the agent's image-point error over these episodes'
 	// frames; absent for agents without keypoints.
 	KeypointError []PointError `json:"keypoint_error,omitempty"`
+	// ExpertAgreement pools the episodes' agreement with the expert;
+	// absent for the expert itself.
+	ExpertAgreement *ExpertAgreement `json:"expert_agreement,omitempty"`
 }
 
 // PointError is how far an agent's keypoint lay from a labelled image
@@ -109,6 +112,9 @@ type EpisodeResult struct {
 	// KeypointError is the agent's keypoint error in this episode, for
 	// agents with keypoints (a policy with a keypoint token).
 	KeypointError []PointError `json:"keypoint_error,omitempty"`
+	// ExpertAgreement compares the agent's decisions with the expert's
+	// on the same states; absent for the expert (a privileged agent).
+	ExpertAgreement *ExpertAgreement `json:"expert_agreement,omitempty"`
 }
 
 // Group names in Ledger.Groups.
@@ -169,6 +175,7 @@ func stats(es []EpisodeResult) Stats {
 		}
 	}
 	s.KeypointError = poolPointErrors(es)
+	s.ExpertAgreement = poolAgreement(es)
 	s.SuccessRate = float64(s.Successes) / float64(s.Episodes)
 	s.CILow, s.CIHigh = Wilson(s.Successes, s.Episodes)
 	s.MeanSteps = float64(steps) / float64(s.Episodes)

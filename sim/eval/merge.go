@@ -18,6 +18,7 @@ const (
 	TimingFile  = "timing.json"
 	SummaryFile = "summary.md"
 	VideoDir    = "videos"
+	TraceDir    = "traces"
 )
 
 // WriteOutputs writes the ledger, the timing (if not nil), the summary and

@@ -58,6 +58,19 @@ func Summary(l *Ledger, t *Timing) string {
 			return strings.Join(parts, " / ")
 		})
 	}
+	if hasAgreement(l) {
+		b.WriteString("\n## Agreement with the expert\n\nOn the states of the agent's own rollouts: how often its mode (terminate, arm, base) was the noise-free expert's; where both moved the arm, the mean distance between their displacements (action units of 5 cm) and how often their gripper commands agreed.\n\n")
+		table(&b, l, rows, func(st Stats) string {
+			a := st.ExpertAgreement
+			if a == nil {
+				return "–"
+			}
+			if a.ArmSteps == 0 {
+				return fmt.Sprintf("mode %.0f %%", 100*a.ModeMatch)
+			}
+			return fmt.Sprintf("mode %.0f %%, arm %.2f, grip %.0f %%", 100*a.ModeMatch, a.ArmError, 100*a.GripMatch)
+		})
+	}
 	if t != nil {
 		fmt.Fprintf(&b, "\n## Timing\n\nAgent latency per decision (from timing.json; it varies between runs). Deadline: one period at %g Hz. Wall time %.0f s on %d workers.\n\n",
 			t.Rate, t.WallSeconds, t.Workers)
@@ -73,6 +86,16 @@ func Summary(l *Ledger, t *Timing) string {
 func hasKeypoints(l *Ledger) bool {
 	for _, r := range l.Runs {
 		if len(r.Overall.KeypointError) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAgreement reports whether any run was compared with the expert.
+func hasAgreement(l *Ledger) bool {
+	for _, r := range l.Runs {
+		if r.Overall.ExpertAgreement != nil {
 			return true
 		}
 	}

@@ -1,0 +1,160 @@
+package eval
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/sim"
+)
+
+// ExpertAgreement compares an agent's decisions with the noise-free
+// scripted expert's action on the same states: the labels a DAgger
+// rollout would record (see sim.DAggerAgent). Where keypoint error tells
+// whether a policy sees the hand and the target, this tells what it does
+// with them, and in which phase it departs from the expert.
+type ExpertAgreement struct {
+	Decisions int `json:"decisions"`
+	// ModeMatch is the fraction of decisions whose mode (terminate, arm,
+	// base) is the expert's.
+	ModeMatch float64 `json:"mode_match"`
+	// ArmSteps counts the decisions where both moved the arm; over them,
+	// ArmError is the mean distance between the two end-effector
+	// displacements (world_vector, in action units of sim.ArmScale) and
+	// GripMatch the fraction whose gripper commands have the same sign.
+	ArmSteps  int     `json:"arm_steps"`
+	ArmError  float64 `json:"arm_error"`
+	GripMatch float64 `json:"grip_match"`
+}
+
+// agreementTally accumulates an episode's ExpertAgreement. The expert is
+// asked at every decision, in order, on the state the agent acts on: it
+// remembers its progress through the task, as in a DAgger rollout.
+type agreementTally struct {
+	expert                         sim.Expert
+	decisions, modeMatch, armSteps int
+	gripMatch                      int
+	armError                       float64
+}
+
+var rt1 = policy.RT1()
+
+// actionMode is the mode an RT-1 action selects.
+func actionMode(a []float32) int { return rt1.Dims[policy.DimMode].Bin(a[policy.DimMode]) }
+
+// add compares the agent's action act on state s with the expert's, which
+// it returns (the expert's buffer, valid until the next add).
+func (t *agreementTally) add(s *sim.State, act []float32) []float32 {
+	label := t.expert.Act(s)
+	t.decisions++
+	m := actionMode(act)
+	if m != actionMode(label) {
+		return label
+	}
+	t.modeMatch++
+	if m != policy.ModeArm {
+		return label
+	}
+	t.armSteps++
+	var d2 float64
+	for k := policy.DimWorldX; k <= policy.DimWorldZ; k++ {
+		d := float64(act[k] - label[k])
+		d2 += d * d
+	}
+	t.armError += math.Sqrt(d2)
+	if (act[policy.DimGripper] >= 0) == (label[policy.DimGripper] >= 0) {
+		t.gripMatch++
+	}
+	return label
+}
+
+func (t *agreementTally) result() *ExpertAgreement {
+	if t == nil || t.decisions == 0 {
+		return nil
+	}
+	a := &ExpertAgreement{Decisions: t.decisions, ModeMatch: float64(t.modeMatch) / float64(t.decisions), ArmSteps: t.armSteps}
+	if t.armSteps > 0 {
+		a.ArmError = t.armError / float64(t.armSteps)
+		a.GripMatch = float64(t.gripMatch) / float64(t.armSteps)
+	}
+	return a
+}
+
+// poolAgreement is the decision-weighted ExpertAgreement of the episodes
+// (arm-step-weighted for the arm's numbers); nil when none has one.
+func poolAgreement(es []EpisodeResult) *ExpertAgreement {
+	var p ExpertAgreement
+	var modes, arm, grip float64
+	for _, e := range es {
+		a := e.ExpertAgreement
+		if a == nil {
+			continue
+		}
+		p.Decisions += a.Decisions
+		p.ArmSteps += a.ArmSteps
+		modes += a.ModeMatch * float64(a.Decisions)
+		arm += a.ArmError * float64(a.ArmSteps)
+		grip += a.GripMatch * float64(a.ArmSteps)
+	}
+	if p.Decisions == 0 {
+		return nil
+	}
+	p.ModeMatch = modes / float64(p.Decisions)
+	if p.ArmSteps > 0 {
+		p.ArmError, p.GripMatch = arm/float64(p.ArmSteps), grip/float64(p.ArmSteps)
+	}
+	return &p
+}
+
+// traceRow is one decision of a traced episode.
+type traceRow struct {
+	step       int
+	agent, exp [11]float32
+	handTarget float64 // metres from the end-effector to sim.State.Target
+	base       sim.Pose
+	grip       float64
+}
+
+// traceColumns are the CSV header of a trace, after "step".
+var traceColumns = []string{"mode", "world_x", "world_y", "world_z", "roll", "pitch", "yaw", "gripper", "base_yaw", "base_x", "base_y"}
+
+// writeTrace writes a traced episode as CSV: per decision the agent's
+// action, the expert's action on the same state, the hand's distance to
+// the target and the base's pose.
+func writeTrace(path string, rows []traceRow) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprint(w, "step")
+	for _, who := range []string{"agent", "expert"} {
+		for _, c := range traceColumns {
+			fmt.Fprintf(w, ",%s_%s", who, c)
+		}
+	}
+	fmt.Fprintln(w, ",hand_target_m,base_x,base_y,base_yaw,grip")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d", r.step)
+		for _, a := range [2]*[11]float32{&r.agent, &r.exp} {
+			for _, v := range a {
+				fmt.Fprintf(w, ",%.4g", v)
+			}
+		}
+		fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f\n", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("trace %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("trace %s: %w", path, err)
+	}
+	return nil
+}
