@@ -63,8 +63,10 @@
 // step through an upright can or bottle knocks it over along the sweep;
 // other objects are pushed aside. The hand cannot enter the counter or a
 // drawer; coming at an open drawer's front it pushes the drawer in; a held
-// handle drags the drawer along x. The base stops rather than hit the
-// counter, an open drawer or the edge of its floor area.
+// handle drags the drawer along x. The base (round) drives until it
+// touches the counter, an open drawer or the edge of its floor area, and
+// stops there, still turning as commanded; a step that would push the hand
+// into the counter is refused whole.
 //
 // # Tasks
 //

@@ -78,7 +78,8 @@ func (s *State) baseStep(a []float32, r *rand.Rand) {
 	v := rotZ(Vec3{float64(a[policy.DimBaseX]), float64(a[policy.DimBaseY]), 0}, s.Base.Yaw).Scale(StepSeconds)
 	next := Pose{s.Base.X + v[0], s.Base.Y + v[1], wrapAngle(s.Base.Yaw + float64(a[policy.DimBaseYaw])*StepSeconds)}
 	if !s.baseFree(next) {
-		return
+		f := s.baseFreeFraction(v)
+		next.X, next.Y = s.Base.X+f*v[0], s.Base.Y+f*v[1]
 	}
 	old := s.Base
 	s.Base = next
@@ -204,6 +205,24 @@ func pushOut(prev, w, lo, hi Vec3) Vec3 {
 		w[k] = val
 	}
 	return w
+}
+
+// baseFreeFraction is the largest fraction of the displacement v (world)
+// that the base can drive before it would touch the counter, an open
+// drawer or the edge of its floor area, to within a micrometre: the base
+// stops at an obstacle, as a bumper stops a real one. It is round, so
+// turning never collides.
+func (s *State) baseFreeFraction(v Vec3) float64 {
+	lo, hi := 0.0, 1.0
+	for range 20 {
+		mid := (lo + hi) / 2
+		if s.baseFree(Pose{s.Base.X + mid*v[0], s.Base.Y + mid*v[1], s.Base.Yaw}) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }
 
 // baseFree reports whether the base may stand at p.

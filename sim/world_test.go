@@ -129,12 +129,22 @@ func TestBaseMotion(t *testing.T) {
 	if !near(s.Base.X, -0.5, 1e-12) || !near(s.Base.Y, 0.1, 1e-7) { // float32 0.3
 		t.Errorf("base = %+v, want (-0.5, 0.1)", s.Base)
 	}
-	// The counter blocks the base: from x = 0.2 facing it, a full-speed
-	// step would reach x = 0.53.
+	// The counter stops the base: from x = 0.2 facing it, a full-speed
+	// step would reach x = 0.53; the base drives until it touches the
+	// counter's front (its radius short of it) and still turns.
 	s = &State{Base: Pose{X: 0.2}, EE: armHome}
-	steps(s, 1, baseAct(1, 0, 0))
-	if s.Base.X != 0.2 {
-		t.Errorf("base drove into the counter: x = %v", s.Base.X)
+	steps(s, 1, baseAct(1, 0, 0.3))
+	if touch := CounterFront - baseRadius; s.Base.X > touch || s.Base.X < touch-1e-6 {
+		t.Errorf("base stopped at x = %v, want the counter's touch point %v", s.Base.X, touch)
+	}
+	if !near(s.Base.Yaw, 0.1, 1e-7) {
+		t.Errorf("base blocked by the counter turned to %v, want 0.1", s.Base.Yaw)
+	}
+	// Sideways along the counter's front nothing is in the way.
+	s = &State{Base: Pose{X: 0.2}, EE: armHome}
+	steps(s, 1, baseAct(0, 0.3, 0))
+	if !near(s.Base.Y, 0.1, 1e-7) || s.Base.X != 0.2 {
+		t.Errorf("base along the counter went to %+v, want (0.2, 0.1)", s.Base)
 	}
 	// Yaw wraps into (-π, π].
 	s = &State{Base: Pose{X: -0.5, Yaw: 3}, EE: armHome}
