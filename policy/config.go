@@ -171,7 +171,7 @@ func Presets() map[string]Spec {
 	kpVision.Head.FeatureChannels = SmallKeypointsBackboneChannels + vision.PatchChannels(2)
 	kpVision.Head.Positions, kpVision.Head.PositionGridWidth = 16*20, 20
 	kpVision.Head.Hidden, kpVision.Head.HiddenKernel = 32, 3
-	kpVision.Head.Keypoints, kpVision.Head.Tokens = true, 5
+	kpVision.Head.Keypoints, kpVision.Head.Tokens, kpVision.Head.KeypointWindow = true, 5, 1
 
 	return map[string]Spec{
 		"robot": {
