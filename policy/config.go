@@ -190,7 +190,9 @@ func Presets() map[string]Spec {
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 7},
 		},
 		"small-keypoints": {
-			Policy: Config{Preset: "small-keypoints", ActionSpace: RT1(), Padding: 0},
+			// Blind: the copycat failure (see BlindActions) is what a
+			// small-keypoints run without it learns.
+			Policy: Config{Preset: "small-keypoints", ActionSpace: RT1(), Padding: 0, BlindActions: true},
 			TTM:    smallTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},

@@ -81,7 +81,7 @@ func runTrain(env *environment, args []string) error {
 	clip := fl.Float64("clip", def.ClipNorm, "global gradient norm bound (0: none)")
 	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
-	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions)")
+	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions); default: the preset's, blind for small-keypoints")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
@@ -136,7 +136,9 @@ func runTrain(env *environment, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		spec.Policy.Model = *model
-		spec.Policy.BlindActions = *blindActions
+		if given["blind-actions"] {
+			spec.Policy.BlindActions = *blindActions
+		}
 		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
 			return err
 		}

@@ -158,6 +158,27 @@ func TestTrainKeypoints(t *testing.T) {
 			t.Errorf("update %d: keypoint loss %v, want > 0", r.Step, r.KeypointLoss)
 		}
 	}
+	// The preset feeds the action tokens zeros unless told otherwise.
+	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Spec().Policy.BlindActions {
+		t.Error("small-keypoints without --blind-actions is not blind")
+	}
+	p.Close()
+	sighted := filepath.Join(out, "sighted.safetensors")
+	if code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--blind-actions=false", "--out", sighted,
+		"--steps", "1", "--batch", "2", "--window", "4"); code != 0 {
+		t.Fatalf("train --blind-actions=false: exit %d: %s", code, stderr)
+	}
+	if p, err = policy.Load(sighted, policy.Options{NoBackbone: true}); err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec().Policy.BlindActions {
+		t.Error("small-keypoints with --blind-actions=false is blind")
+	}
+	p.Close()
 	// Without a keypoint token the supervision is refused.
 	code, _, stderr = runCmd(t, "train", "--data", data, "--preset", "small", "--keypoint-weight", "1", "--out", filepath.Join(out, "plain.safetensors"),
 		"--steps", "1", "--batch", "2", "--window", "4")
