@@ -116,6 +116,10 @@ type traceRow struct {
 	handTarget float64 // metres from the end-effector to sim.State.Target
 	base       sim.Pose
 	grip       float64
+	// points are the agent's keypoints and labels the labelled points,
+	// hand then target, (u, v) as fractions of the frame; NaN where the
+	// agent has no keypoints or the point is out of view.
+	points, labels [2 * sim.KeypointCount]float32
 }
 
 // traceColumns are the CSV header of a trace, after "step".
@@ -123,7 +127,8 @@ var traceColumns = []string{"mode", "world_x", "world_y", "world_z", "roll", "pi
 
 // writeTrace writes a traced episode as CSV: per decision the agent's
 // action, the expert's action on the same state, the hand's distance to
-// the target and the base's pose.
+// the target, the base's pose, and the agent's keypoints beside the
+// labelled points (empty fields where there are none).
 func writeTrace(path string, rows []traceRow) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("trace: %w", err)
@@ -139,7 +144,13 @@ func writeTrace(path string, rows []traceRow) error {
 			fmt.Fprintf(w, ",%s_%s", who, c)
 		}
 	}
-	fmt.Fprintln(w, ",hand_target_m,base_x,base_y,base_yaw,grip")
+	fmt.Fprint(w, ",hand_target_m,base_x,base_y,base_yaw,grip")
+	for _, who := range []string{"agent", "label"} {
+		for _, p := range sim.KeypointNames {
+			fmt.Fprintf(w, ",%s_%s_u,%s_%s_v", who, p, who, p)
+		}
+	}
+	fmt.Fprintln(w)
 	for _, r := range rows {
 		fmt.Fprintf(w, "%d", r.step)
 		for _, a := range [2]*[11]float32{&r.agent, &r.exp} {
@@ -147,7 +158,17 @@ func writeTrace(path string, rows []traceRow) error {
 				fmt.Fprintf(w, ",%.4g", v)
 			}
 		}
-		fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f\n", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
+		fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
+		for _, a := range [2]*[2 * sim.KeypointCount]float32{&r.points, &r.labels} {
+			for _, v := range a {
+				if math.IsNaN(float64(v)) {
+					fmt.Fprint(w, ",")
+				} else {
+					fmt.Fprintf(w, ",%.4f", v)
+				}
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -157,4 +178,29 @@ func writeTrace(path string, rows []traceRow) error {
 		return fmt.Errorf("trace %s: %w", path, err)
 	}
 	return nil
+}
+
+// tracePoints fills r's keypoints from agent k (nil: none) and the labels
+// of state s for h x w frames.
+func tracePoints(r *traceRow, k keypointer, s *sim.State, h, w int) {
+	nan := float32(math.NaN())
+	for i := range r.points {
+		r.points[i], r.labels[i] = nan, nan
+	}
+	if k == nil {
+		return
+	}
+	var labels [sim.KeypointLabelLen]float32
+	sim.KeypointLabels(labels[:], s, h, w)
+	const per = sim.KeypointLabelLen / sim.KeypointCount
+	for i := range sim.KeypointCount {
+		u, v, ok := k.Keypoint(i)
+		if !ok {
+			return
+		}
+		r.points[2*i], r.points[2*i+1] = u, v
+		if l := labels[i*per : (i+1)*per]; l[2] > 0 {
+			r.labels[2*i], r.labels[2*i+1] = l[0], l[1]
+		}
+	}
 }

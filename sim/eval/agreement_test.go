@@ -96,6 +96,9 @@ func (a *shadow) Act(*sim.Observation) ([]float32, error) {
 	return a.x.Act(a.ep.State()), nil
 }
 
+// Keypoint reports every point at (0.25, 0.5).
+func (a *shadow) Keypoint(i int) (u, v float32, ok bool) { return 0.25, 0.5, i < 4 }
+
 // TestExpertAgreementClosedLoop: an agent that is the expert agrees with it
 // on every decision, its traces show both actions equal, and the
 // terminator, ending every episode at once, never agrees (the expert
@@ -137,15 +140,7 @@ func TestExpertAgreementClosedLoop(t *testing.T) {
 	}
 
 	for _, name := range []string{"pick-000.csv", "drawer-000.csv"} {
-		f, err := os.Open(filepath.Join(dir, "shadow", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, err := csv.NewReader(f).ReadAll()
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
+		rows := readCSV(t, filepath.Join(dir, "shadow", name))
 		ep := led.Runs[0].Episodes[0]
 		if name == "drawer-000.csv" {
 			ep = led.Runs[0].Episodes[2]
@@ -154,11 +149,26 @@ func TestExpertAgreementClosedLoop(t *testing.T) {
 			t.Errorf("%s: %d rows, want a header and %d decisions", name, len(rows), ep.Decisions)
 		}
 		n := len(traceColumns)
+		col := map[string]int{}
+		for i, c := range rows[0] {
+			col[c] = i
+		}
 		for i, r := range rows[1:] {
 			if strings.Join(r[1:1+n], ",") != strings.Join(r[1+n:1+2*n], ",") {
 				t.Errorf("%s row %d: agent %v, expert %v", name, i, r[1:1+n], r[1+n:1+2*n])
 			}
+			if r[col["agent_hand_u"]] != "0.2500" || r[col["agent_target_v"]] != "0.5000" {
+				t.Errorf("%s row %d: agent keypoints %v, want 0.25, 0.5", name, i, r[col["agent_hand_u"]:col["agent_target_v"]+1])
+			}
+			if r[col["label_hand_u"]] == "" {
+				t.Errorf("%s row %d: no hand label", name, i)
+			}
 		}
+	}
+	// The quitter has no keypoints: its trace leaves them empty.
+	rows := readCSV(t, filepath.Join(dir, "quitter", "pick-000.csv"))
+	if len(rows) != 2 || len(rows[1]) != len(rows[0]) || rows[1][len(rows[1])-1] != "" || rows[1][len(rows[1])-8] != "" {
+		t.Errorf("quitter's trace %v, want one decision without keypoints", rows)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "shadow", "pick-001.csv")); !os.IsNotExist(err) {
 		t.Errorf("traced beyond the first episode: %v", err)
@@ -166,4 +176,18 @@ func TestExpertAgreementClosedLoop(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, ExpertRun(sim.ExpertOptions{}).Name)); !os.IsNotExist(err) {
 		t.Errorf("traced the expert run: %v", err)
 	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return rows
 }
