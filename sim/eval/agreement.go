@@ -3,10 +3,12 @@ package eval
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
 
+	"github.com/ttmrobot/ttm/internal/atomicfile"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -133,56 +135,52 @@ func writeTrace(path string, rows []traceRow) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("trace: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	fmt.Fprint(w, "step")
-	for _, who := range []string{"agent", "expert"} {
-		for _, c := range traceColumns {
-			fmt.Fprintf(w, ",%s_%s", who, c)
-		}
-	}
-	fmt.Fprint(w, ",hand_target_m,base_x,base_y,base_yaw,grip")
-	for _, who := range []string{"agent", "label"} {
-		for _, p := range sim.KeypointNames {
-			fmt.Fprintf(w, ",%s_%s_u,%s_%s_v", who, p, who, p)
-		}
-	}
-	fmt.Fprintln(w)
-	for _, r := range rows {
-		fmt.Fprintf(w, "%d", r.step)
-		for _, a := range [2]*[11]float32{&r.agent, &r.exp} {
-			for _, v := range a {
-				fmt.Fprintf(w, ",%.4g", v)
+	err := atomicfile.Write(path, func(f io.Writer) error {
+		w := bufio.NewWriter(f)
+		fmt.Fprint(w, "step")
+		for _, who := range []string{"agent", "expert"} {
+			for _, c := range traceColumns {
+				fmt.Fprintf(w, ",%s_%s", who, c)
 			}
 		}
-		fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
-		for _, a := range [2]*[2 * sim.KeypointCount]float32{&r.points, &r.labels} {
-			for _, v := range a {
-				if math.IsNaN(float64(v)) {
-					fmt.Fprint(w, ",")
-				} else {
-					fmt.Fprintf(w, ",%.4f", v)
-				}
+		fmt.Fprint(w, ",hand_target_m,base_x,base_y,base_yaw,grip")
+		for _, who := range []string{"agent", "label"} {
+			for _, p := range sim.KeypointNames {
+				fmt.Fprintf(w, ",%s_%s_u,%s_%s_v", who, p, who, p)
 			}
 		}
 		fmt.Fprintln(w)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("trace %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
+		for _, r := range rows {
+			fmt.Fprintf(w, "%d", r.step)
+			for _, a := range [2]*[11]float32{&r.agent, &r.exp} {
+				for _, v := range a {
+					fmt.Fprintf(w, ",%.4g", v)
+				}
+			}
+			fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
+			for _, a := range [2]*[2 * sim.KeypointCount]float32{&r.points, &r.labels} {
+				for _, v := range a {
+					if math.IsNaN(float64(v)) {
+						fmt.Fprint(w, ",")
+					} else {
+						fmt.Fprintf(w, ",%.4f", v)
+					}
+				}
+			}
+			fmt.Fprintln(w)
+		}
+		return w.Flush()
+	})
+	if err != nil {
 		return fmt.Errorf("trace %s: %w", path, err)
 	}
 	return nil
 }
 
-// tracePoints fills r's keypoints from agent k (nil: none) and the labels
-// of state s for h x w frames.
-func tracePoints(r *traceRow, k keypointer, s *sim.State, h, w int) {
+// tracePoints fills r's keypoints from agent k (nil: none) and the
+// labelled points, from labels: the frame's sim.KeypointLabels, which the
+// keypoint tally has already computed.
+func tracePoints(r *traceRow, k keypointer, labels *[sim.KeypointLabelLen]float32) {
 	nan := float32(math.NaN())
 	for i := range r.points {
 		r.points[i], r.labels[i] = nan, nan
@@ -190,8 +188,6 @@ func tracePoints(r *traceRow, k keypointer, s *sim.State, h, w int) {
 	if k == nil {
 		return
 	}
-	var labels [sim.KeypointLabelLen]float32
-	sim.KeypointLabels(labels[:], s, h, w)
 	const per = sim.KeypointLabelLen / sim.KeypointCount
 	for i := range sim.KeypointCount {
 		u, v, ok := k.Keypoint(i)

@@ -434,7 +434,7 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, handTarget: s.EEWorld().Sub(s.Target()).Norm()}
 				copy(r.agent[:], act)
 				copy(r.exp[:], label)
-				tracePoints(&r, kp, s, h, w)
+				tracePoints(&r, kp, &tally.labels)
 				*trace = append(*trace, r)
 			}
 		}
