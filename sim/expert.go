@@ -196,11 +196,15 @@ func baseGoal(s *State) Pose {
 // the learner to stall (measured: 295 of 548 steps of a pick checkpoint's
 // rollouts were labelled so, against 83 arm labels).
 func armUnderway(s *State) bool {
-	g := baseGoal(s)
-	d := rotZ(Vec3{g.X - s.Base.X, g.Y - s.Base.Y, 0}, -s.Base.Yaw)
+	d, dyaw := baseOffset(s, baseGoal(s))
 	return s.EE.Sub(armHome).Norm() > 0.01 &&
-		math.Abs(d[0]) < armBaseTol && math.Abs(d[1]) < armBaseTol &&
-		math.Abs(wrapAngle(g.Yaw-s.Base.Yaw)) < armBaseYawTol
+		math.Abs(d[0]) < armBaseTol && math.Abs(d[1]) < armBaseTol && math.Abs(dyaw) < armBaseYawTol
+}
+
+// baseOffset is where pose p lies from the base: its position in the base
+// frame and the turn to its heading.
+func baseOffset(s *State, p Pose) (d Vec3, dyaw float64) {
+	return rotZ(Vec3{p.X - s.Base.X, p.Y - s.Base.Y, 0}, -s.Base.Yaw), wrapAngle(p.Yaw - s.Base.Yaw)
 }
 
 // finished reports whether, with the goal met, the expert may terminate:
@@ -219,8 +223,7 @@ func (x *scripted) finished(s *State) bool {
 
 // baseTo drives the base towards p; it returns false once the base is there.
 func (x *scripted) baseTo(s *State, p Pose) bool {
-	d := rotZ(Vec3{p.X - s.Base.X, p.Y - s.Base.Y, 0}, -s.Base.Yaw)
-	dyaw := wrapAngle(p.Yaw - s.Base.Yaw)
+	d, dyaw := baseOffset(s, p)
 	if math.Abs(d[0]) < baseTol && math.Abs(d[1]) < baseTol && math.Abs(dyaw) < baseYawTol {
 		return false
 	}
