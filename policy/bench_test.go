@@ -97,14 +97,14 @@ func BenchmarkStepTokensModels(b *testing.B) {
 			}
 			act := make([]float32, p.ActionSpace().Len())
 			for range 10 {
-				if err := p.StepTokens(frame, st, act); err != nil {
+				if err := p.StepTokens(frame, nil, st, act); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if err := p.StepTokens(frame, st, act); err != nil {
+				if err := p.StepTokens(frame, nil, st, act); err != nil {
 					b.Fatal(err)
 				}
 			}

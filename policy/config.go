@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -27,9 +28,11 @@ const (
 //
 // The TTM's input at each step is
 //
-//	I_t = [ window of the last History frames, K tokens each ; one token per action dimension ; Padding zero rows ]
+//	I_t = [ window of the last History frames, K tokens each ; one token per action dimension ;
+//	        the proprioception token, if Proprio names any values ; Padding zero rows ]
 //
-// so ttm.input_tokens must equal History·K + len(action_space) + Padding.
+// so ttm.input_tokens must equal History·K + len(action_space) + (1 with
+// Proprio) + Padding.
 type Config struct {
 	Preset      string      `json:"preset,omitempty"`
 	ActionSpace ActionSpace `json:"action_space"`
@@ -47,6 +50,39 @@ type Config struct {
 	// name is a seq.Model at the TTM configuration's width, depth and token
 	// budget (SeqConfig), its tensors under SeqPrefix.
 	Model string `json:"model,omitempty"`
+	// Proprio names the robot's own measurements the policy reads at every
+	// step (Observation.Proprio, in this order), embedded by a Dense layer
+	// as one input token; empty: none. ArmProprio is the layout of the
+	// simulator and the node's proprio topic.
+	Proprio []string `json:"proprio,omitempty"`
+}
+
+// ArmProprio is the proprioception layout of the arm: the end-effector's
+// position in the base frame (metres: forward, left, up) and the gripper's
+// closedness (0 open, 1 closed). On a robot it is the forward kinematics of
+// the joint states and the gripper's position.
+var ArmProprio = []string{"hand_x", "hand_y", "hand_z", "gripper"}
+
+// proprioTokens is the number of input tokens the proprioception takes.
+func (c Config) proprioTokens() int {
+	if len(c.Proprio) == 0 {
+		return 0
+	}
+	return 1
+}
+
+func (c Config) validateProprio() error {
+	seen := map[string]bool{}
+	for _, n := range c.Proprio {
+		switch {
+		case n == "":
+			return errors.New("policy: an empty proprioception name")
+		case seen[n]:
+			return fmt.Errorf("policy: proprioception value %q named twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
 }
 
 // ModelName is the sequence model's registry name: "ttm" when Model is
@@ -94,6 +130,9 @@ func (s Spec) Validate() error {
 	if m := s.Policy.Model; m != "" && !slices.Contains(seq.Names(), m) {
 		return fmt.Errorf("policy: unknown sequence model %q (have %s)", m, strings.Join(seq.Names(), ", "))
 	}
+	if err := s.Policy.validateProprio(); err != nil {
+		return err
+	}
 	if err := s.TTM.Validate(); err != nil {
 		return err
 	}
@@ -112,9 +151,10 @@ func (s Spec) Validate() error {
 	case h.EmbeddingDim != s.Language.Width:
 		return fmt.Errorf("policy: FiLM takes %d-wide instruction embeddings, the language model makes %d", h.EmbeddingDim, s.Language.Width)
 	}
-	if n := s.Vision.History*h.Tokens + s.Policy.ActionSpace.Len() + s.Policy.Padding; n != s.TTM.InputTokens {
-		return fmt.Errorf("policy: %d frames x %d tokens + %d action tokens + %d padding = %d input tokens, the TTM takes %d",
-			s.Vision.History, h.Tokens, s.Policy.ActionSpace.Len(), s.Policy.Padding, n, s.TTM.InputTokens)
+	np := s.Policy.proprioTokens()
+	if n := s.Vision.History*h.Tokens + s.Policy.ActionSpace.Len() + np + s.Policy.Padding; n != s.TTM.InputTokens {
+		return fmt.Errorf("policy: %d frames x %d tokens + %d action tokens + %d proprioception tokens + %d padding = %d input tokens, the TTM takes %d",
+			s.Vision.History, h.Tokens, s.Policy.ActionSpace.Len(), np, s.Policy.Padding, n, s.TTM.InputTokens)
 	}
 	return nil
 }
@@ -173,6 +213,11 @@ func Presets() map[string]Spec {
 	kpVision.Head.Hidden, kpVision.Head.HiddenKernel = 32, 3
 	kpVision.Head.Keypoints, kpVision.Head.Tokens, kpVision.Head.KeypointWindow = true, 5, 1
 
+	// small-proprio: small-keypoints with the arm's proprioception
+	// (ArmProprio) as a 17th input token.
+	proprioTTM := smallTTM
+	proprioTTM.InputTokens++
+
 	return map[string]Spec{
 		"robot": {
 			Policy: Config{Preset: "robot", ActionSpace: RT1(), Padding: 5},
@@ -194,6 +239,11 @@ func Presets() map[string]Spec {
 			// small-keypoints run without it learns.
 			Policy: Config{Preset: "small-keypoints", ActionSpace: RT1(), Padding: 0, BlindActions: true},
 			TTM:    smallTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		"small-proprio": {
+			Policy: Config{Preset: "small-proprio", ActionSpace: RT1(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio)},
+			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}
@@ -246,6 +296,9 @@ func ParseConfig(b []byte) (Config, error) {
 	}
 	if c.Model != "" && !slices.Contains(seq.Names(), c.Model) {
 		return Config{}, fmt.Errorf("policy config: unknown sequence model %q (have %s)", c.Model, strings.Join(seq.Names(), ", "))
+	}
+	if err := c.validateProprio(); err != nil {
+		return Config{}, fmt.Errorf("policy config: %w", err)
 	}
 	return c, c.ActionSpace.Validate()
 }

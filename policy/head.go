@@ -7,10 +7,11 @@ import (
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
-// Previous-action tokens and the action head: the two ends of the policy
-// that touch the action space.
+// Previous-action tokens, the proprioception token and the action head:
+// the policy's own parameters, at the two ends of the sequence model.
 //
 //	token_i  = Embed_i[bin(a_prev,i)]                      (d)      one per dimension
+//	token_p  = q·P + c                                     (d)      q: the proprioception (Q)
 //	pooled   = mean over the r TTM output tokens            (d)
 //	logits   = pooled·W + b                                 (Σ_i width_i)
 //	a_i      = Value_i(argmax logits_i)   for a discrete dimension (width = bins)
@@ -45,6 +46,9 @@ type actionHead struct {
 	bias    []float32   // (Σ width)
 	offsets []int       // start of each dimension's outputs
 	width   int         // Σ width
+	nProp   int         // Q, proprioception values; 0: no proprioception token
+	propW   []float32   // (Q, d)
+	propB   []float32   // (d)
 }
 
 // paramSpec is one named parameter of the policy outside the TTM.
@@ -54,8 +58,8 @@ type paramSpec struct {
 	dst   *[]float32
 }
 
-func newActionHead(space ActionSpace, d int) *actionHead {
-	h := &actionHead{space: space, dim: d, embed: make([][]float32, space.Len())}
+func newActionHead(space ActionSpace, d, nProprio int) *actionHead {
+	h := &actionHead{space: space, dim: d, embed: make([][]float32, space.Len()), nProp: nProprio}
 	for _, dm := range space.Dims {
 		h.offsets = append(h.offsets, h.width)
 		h.width += outputWidth(dm)
@@ -71,7 +75,23 @@ func (h *actionHead) specs(prefix string) []paramSpec {
 	}
 	s = append(s, paramSpec{prefix + "head/kernel", []int{h.dim, h.width}, &h.kernel})
 	s = append(s, paramSpec{prefix + "head/bias", []int{h.width}, &h.bias})
+	if h.nProp > 0 {
+		s = append(s, paramSpec{prefix + "proprio/kernel", []int{h.nProp, h.dim}, &h.propW})
+		s = append(s, paramSpec{prefix + "proprio/bias", []int{h.dim}, &h.propB})
+	}
 	return s
+}
+
+// proprioToken writes the proprioception token (d) of q (Q).
+func (h *actionHead) proprioToken(token, q []float32) {
+	nn.Dense(token, q, h.propW, h.propB, 1, h.nProp, h.dim)
+}
+
+// proprioTokenBackward accumulates the gradients of the proprioception
+// token's Dense layer, g's propW and propB, from dToken (d); q is what the
+// forward pass read.
+func (h *actionHead) proprioTokenBackward(g *actionHead, dToken, q []float32) {
+	nn.DenseBackward(nil, g.propW, g.propB, dToken, q, h.propW, 1, h.nProp, h.dim)
 }
 
 // actionTokens writes one token per dimension of the previous action a

@@ -20,7 +20,7 @@ import (
 //
 //	e        = Language(instruction)                       (E)     once per window
 //	F_t      = Head(features_t, e)                         (K, d)  projection, FiLM, TokenLearner
-//	I_t      = [F_{t-h+1} .. F_t ; ActionTokens(a_{t-1}) ; 0]   (n, d)
+//	I_t      = [F_{t-h+1} .. F_t ; ActionTokens(a_{t-1}) ; q_t·P + c ; 0]   (n, d)  q_t: proprioception, if any
 //	O_t, M_t+1 = TTM(M_t, I_t)
 //	logits_t = mean_r(O_t)·W + b                           (Σ width)
 //	loss_t   = Σ_i CE(logits_t,i, bin(a_t,i))  (0.5·(logit - a)² for a continuous dimension)
@@ -144,6 +144,7 @@ type StepData struct {
 	Features []float32 // (C, N) the backbone's feature map of the step's frame
 	Prev     []float32 // the previous action (A); zeros at the start of an episode
 	Action   []float32 // the demonstrated action (A): the label
+	Proprio  []float32 // the proprioception (Q) for a policy that reads it; nil otherwise
 	// Keypoints, optional, labels the keypoint token's first channels
 	// with image points (vision.SuperviseKeypoints' layout: u, v, weight
 	// per point); used when the Learner's KeypointWeight is positive.
@@ -211,6 +212,7 @@ type Learner struct {
 	dMem     []float32          // (m, d) the TTM's memory gradient
 	feats    [][]float32        // per step, the caller's feature maps
 	prevs    [][]float32        // per step, the caller's previous actions
+	props    [][]float32        // per step, the caller's proprioception
 }
 
 // NewLearner prepares a learner for windows of up to steps steps on
@@ -225,7 +227,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 		outputs: make([]float32, c.ProcessSize*d), pooled: make([]float32, d),
 		logits: make([]float32, p.head.width), dLogits: make([]float32, p.head.width), dPooled: make([]float32, d),
 		dInput: make([]float32, c.InputTokens*d),
-		feats:  make([][]float32, steps), prevs: make([][]float32, steps),
+		feats:  make([][]float32, steps), prevs: make([][]float32, steps), props: make([][]float32, steps),
 	}
 	if p.seqModel != nil {
 		l.seqTape = p.seqModel.NewTape(steps)
@@ -237,7 +239,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 	}
 	l.gHead = p.visionHd.View(l.Grads[1].Params)
 	l.gLang = p.lang.View(l.Grads[2].Params)
-	l.gOwn = newActionHead(p.spec.Policy.ActionSpace, d)
+	l.gOwn = newActionHead(p.spec.Policy.ActionSpace, d, len(p.spec.Policy.Proprio))
 	off := 0
 	for _, s := range l.gOwn.specs("") {
 		n := numElements(s.shape)
@@ -289,11 +291,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		return WindowStats{}, fmt.Errorf("policy: learner window of %d steps (1..%d)", T, l.maxSteps)
 	}
 	C := v.Head.FeatureChannels
-	na := p.ActionSpace().Len()
+	na, nq := p.ActionSpace().Len(), p.head.nProp
 	for i, s := range steps {
-		if len(s.Features) != C*l.featN || len(s.Prev) != na || len(s.Action) != na {
-			return WindowStats{}, fmt.Errorf("policy: learner step %d: %d features, %d previous and %d demonstrated action values; want %d, %d, %d",
-				i, len(s.Features), len(s.Prev), len(s.Action), C*l.featN, na, na)
+		if len(s.Features) != C*l.featN || len(s.Prev) != na || len(s.Action) != na || len(s.Proprio) != nq {
+			return WindowStats{}, fmt.Errorf("policy: learner step %d: %d features, %d previous and %d demonstrated action values, %d proprioception values; want %d, %d, %d, %d",
+				i, len(s.Features), len(s.Prev), len(s.Action), len(s.Proprio), C*l.featN, na, na, nq)
 		}
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
 			if !v.Head.Keypoints {
@@ -316,7 +318,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 	}
 	win := h * k * d
 	for t, s := range steps {
-		l.feats[t], l.prevs[t] = s.Features, s.Prev
+		l.feats[t], l.prevs[t], l.props[t] = s.Features, s.Prev, s.Proprio
 		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.emb)
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
 			kl := vision.SuperviseKeypoints(l.acts[t].KP, s.Keypoints, l.KeypointSigma, scale*l.KeypointWeight)
@@ -336,7 +338,12 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			}
 		}
 		p.head.actionTokens(in[win:win+na*d], p.actionInput(s.Prev))
-		clear(in[win+na*d:])
+		end := win + na*d
+		if nq > 0 {
+			p.head.proprioToken(in[end:end+d], s.Proprio)
+			end += d
+		}
+		clear(in[end:])
 		if l.seqTape != nil {
 			l.seqTape.Forward(st.Seq, in, l.outputs)
 		} else {
@@ -375,6 +382,10 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			}
 		}
 		l.actionTokensBackward(l.dInput[win:win+na*d], p.actionInput(l.prevs[t]))
+		if nq > 0 {
+			end := win + na*d
+			p.head.proprioTokenBackward(l.gOwn, l.dInput[end:end+d], l.props[t])
+		}
 		p.visionHd.Backward(&l.gHead, l.dEmb, nil, l.dFrames[t], l.acts[t], l.feats[t], l.emb)
 	}
 	p.lang.Backward(&l.gLang, l.dEmb, l.langPooled, l.langDiff, tok)

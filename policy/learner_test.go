@@ -42,7 +42,7 @@ func learnerPolicyWith(t *testing.T, model string, history int, blind bool, edit
 	if edit != nil {
 		edit(&spec)
 	}
-	spec.TTM.InputTokens = history*spec.Vision.Head.Tokens + spec.Policy.ActionSpace.Len() + spec.Policy.Padding
+	spec.TTM.InputTokens = history*spec.Vision.Head.Tokens + spec.Policy.ActionSpace.Len() + spec.Policy.proprioTokens() + spec.Policy.Padding
 	vh, err := vision.NewHead(spec.Vision.Head)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +106,12 @@ func learnerSteps(p *Policy, T, n int, seed uint64) []StepData {
 			f[i] = float32(r.NormFloat64())
 		}
 		steps[t] = StepData{Features: f, Prev: actions[t], Action: actions[t+1]}
+		if q := p.head.nProp; q > 0 {
+			steps[t].Proprio = make([]float32, q)
+			for i := range steps[t].Proprio {
+				steps[t].Proprio[i] = float32(r.NormFloat64())
+			}
+		}
 	}
 	return steps
 }
@@ -124,12 +130,14 @@ func TestLearnerGradients(t *testing.T) {
 		// supervised: a hidden stage and a keypoint token in the head, and
 		// the keypoint supervision in the loss.
 		supervised bool
-	}{{"history1", 1, false, false, false, "", false}, {"history2", 2, false, false, false, "", false}, {"no-memory", 2, true, false, false, "", false},
-		{"blind-actions", 1, false, true, false, "", false}, {"smoothed-gated-loss", 1, false, false, true, "", false},
-		{"hidden-supervised-keypoints", 2, false, false, false, "", true},
+		proprio    bool // a proprioception token
+	}{{"proprio", 2, false, true, false, "", false, true},
+		{"history1", 1, false, false, false, "", false, false}, {"history2", 2, false, false, false, "", false, false}, {"no-memory", 2, true, false, false, "", false, false},
+		{"blind-actions", 1, false, true, false, "", false, false}, {"smoothed-gated-loss", 1, false, false, true, "", false, false},
+		{"hidden-supervised-keypoints", 2, false, false, false, "", true, false},
 		// Other sequence models (group "seq"), with a carried-in state.
-		{"recurrent", 2, false, false, false, "recurrent", false}, {"window", 2, false, false, false, "window", false},
-		{"lstm", 1, false, false, false, "lstm", false}} {
+		{"recurrent", 2, false, false, false, "recurrent", false, false}, {"window", 2, false, false, false, "window", false, false},
+		{"lstm", 1, false, false, false, "lstm", false, false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var edit func(*Spec)
 			if tc.supervised {
@@ -138,6 +146,9 @@ func TestLearnerGradients(t *testing.T) {
 					h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 					s.Policy.Padding = 0
 				}
+			}
+			if tc.proprio {
+				edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
 			}
 			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
 			const T, n = 3, 5
@@ -270,13 +281,17 @@ func checkFDStep(t *testing.T, name string, params []float32, j int, analytic fl
 // inference: the same memory after the window, and zero loss gradient
 // bookkeeping aside, the argmax actions score as the policy acts.
 func TestLearnerMatchesStepTokens(t *testing.T) {
-	for _, blind := range []bool{false, true} {
-		testLearnerMatchesStepTokens(t, blind)
+	for _, tc := range []struct{ blind, proprio bool }{{false, false}, {true, false}, {true, true}} {
+		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio)
 	}
 }
 
-func testLearnerMatchesStepTokens(t *testing.T, blind bool) {
-	p := learnerPolicy(t, 2, blind)
+func testLearnerMatchesStepTokens(t *testing.T, blind, proprio bool) {
+	var edit func(*Spec)
+	if proprio {
+		edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
+	}
+	p := learnerPolicyWith(t, "", 2, blind, edit)
 	const T, n = 4, 5
 	steps := learnerSteps(p, T, n, 11)
 	tok, _ := p.Tokenize("open the top drawer")
@@ -297,7 +312,7 @@ func testLearnerMatchesStepTokens(t *testing.T, blind bool) {
 	for _, s := range steps {
 		copy(ref.Prev, s.Prev)
 		p.visionHd.Forward(frame, acts, s.Features, emb)
-		if err := p.StepTokens(frame, ref, action); err != nil {
+		if err := p.StepTokens(frame, s.Proprio, ref, action); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,7 +355,7 @@ func TestLearnerMatchesStepTokensSeq(t *testing.T) {
 			}
 			copy(ref.Prev, s.Prev)
 			p.visionHd.Forward(frame, acts, s.Features, emb)
-			if err := p.StepTokens(frame, ref, action); err != nil {
+			if err := p.StepTokens(frame, nil, ref, action); err != nil {
 				t.Fatal(err)
 			}
 			for j, v := range p.Logits() {
@@ -410,7 +425,7 @@ func TestBlindActionsIgnorePrevious(t *testing.T) {
 			for j := range st.Prev {
 				st.Prev[j] = prev
 			}
-			if err := p.StepTokens(frame, st, make([]float32, p.ActionSpace().Len())); err != nil {
+			if err := p.StepTokens(frame, nil, st, make([]float32, p.ActionSpace().Len())); err != nil {
 				t.Fatal(err)
 			}
 			logits[i] = append([]float32(nil), p.Logits()...)

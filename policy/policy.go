@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
@@ -19,6 +20,10 @@ type Observation struct {
 	// Embedding, if not nil, is an instruction embedding computed upstream;
 	// it replaces Instruction. It is checked for width and finite values.
 	Embedding []float32
+	// Proprio is the robot's proprioception in the layout the policy names
+	// (Config.Proprio); ignored by a policy without proprioception. It is
+	// checked for length and finite values.
+	Proprio []float32
 }
 
 // State is everything a policy carries from one step to the next: the
@@ -139,7 +144,7 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 	p := &Policy{
 		spec: spec, model: model, front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
-		head:  newActionHead(spec.Policy.ActionSpace, c.Dim),
+		head:  newActionHead(spec.Policy.ActionSpace, c.Dim, len(spec.Policy.Proprio)),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
 		pooled: make([]float32, c.Dim),
@@ -173,7 +178,7 @@ func numElements(shape []int) int {
 }
 
 // initOwn fills the policy's own parameters: action embeddings N(0, 0.02),
-// a xavier-uniform head kernel and a zero bias.
+// xavier-uniform head and proprioception kernels and zero biases.
 func (p *Policy) initOwn(seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0x706f6c696379)) // "policy"
 	for _, e := range p.head.embed {
@@ -186,6 +191,33 @@ func (p *Policy) initOwn(seed uint64) {
 		p.head.kernel[i] = float32((2*r.Float64() - 1) * limit)
 	}
 	clear(p.head.bias)
+	if q := p.head.nProp; q > 0 {
+		limit := math.Sqrt(6 / float64(q+p.head.dim))
+		for i := range p.head.propW {
+			p.head.propW[i] = float32((2*r.Float64() - 1) * limit)
+		}
+		clear(p.head.propB)
+	}
+}
+
+// Proprio returns the names of the proprioception values the policy reads
+// (Config.Proprio); nil for a policy without.
+func (p *Policy) Proprio() []string { return p.spec.Policy.Proprio }
+
+// checkProprio checks an observation's proprioception against the policy's
+// layout; it returns nil for a policy without proprioception.
+func (p *Policy) checkProprio(q []float32) ([]float32, error) {
+	want := p.spec.Policy.Proprio
+	if len(want) == 0 {
+		return nil, nil
+	}
+	if len(q) != len(want) {
+		return nil, fmt.Errorf("policy: proprioception has %d values, the policy reads %d (%s)", len(q), len(want), strings.Join(want, ", "))
+	}
+	if !finite(q) {
+		return nil, errors.New("policy: proprioception holds NaN or Inf")
+	}
+	return q, nil
 }
 
 // Spec returns the policy's configuration.
@@ -261,10 +293,14 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if err != nil {
 		return err
 	}
+	q, err := p.checkProprio(obs.Proprio)
+	if err != nil {
+		return err
+	}
 	if err := p.front.EncodeInto(p.frame, obs.Frame, emb); err != nil {
 		return err
 	}
-	return p.StepTokens(p.frame, st, action)
+	return p.StepTokens(p.frame, q, st, action)
 }
 
 // StepFeatures is Step from the frame's backbone feature map (C, N), as
@@ -278,29 +314,39 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if err != nil {
 		return err
 	}
+	q, err := p.checkProprio(obs.Proprio)
+	if err != nil {
+		return err
+	}
 	if err := p.front.EncodeFromFeatures(p.frame, features, emb); err != nil {
 		return err
 	}
-	return p.StepTokens(p.frame, st, action)
+	return p.StepTokens(p.frame, q, st, action)
 }
 
 // StepTokens is Step from a frame's tokens (K, d), already computed by the
-// front end: the same computation for cached features (training, replay of
-// encoded episodes).
-func (p *Policy) StepTokens(frame []float32, st *State, action []float32) error {
+// front end, and the proprioception (nil for a policy without): the same
+// computation for cached features (training, replay of encoded episodes).
+func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float32) error {
 	c, v := p.spec.TTM, p.spec.Vision
 	d, k := c.Dim, v.Head.Tokens
-	if len(frame) != k*d || len(action) != p.ActionSpace().Len() {
-		panic(fmt.Sprintf("policy: StepTokens: %d frame values and %d action values, want %d and %d", len(frame), len(action), k*d, p.ActionSpace().Len()))
+	if len(frame) != k*d || len(action) != p.ActionSpace().Len() || len(proprio) != p.head.nProp {
+		panic(fmt.Sprintf("policy: StepTokens: %d frame, %d proprioception and %d action values, want %d, %d and %d",
+			len(frame), len(proprio), len(action), k*d, p.head.nProp, p.ActionSpace().Len()))
 	}
-	// I_t = [window with the new frame as the newest ; action tokens ; zeros].
+	// I_t = [window with the new frame as the newest ; action tokens ; proprioception ; zeros].
 	win := v.History * k * d
 	st.Window.Tokens(p.input[:win])
 	copy(p.input, p.input[k*d:win])
 	copy(p.input[win-k*d:win], frame)
 	na := p.ActionSpace().Len()
 	p.head.actionTokens(p.input[win:win+na*d], p.actionInput(st.Prev))
-	clear(p.input[win+na*d:])
+	end := win + na*d
+	if p.head.nProp > 0 {
+		p.head.proprioToken(p.input[end:end+d], proprio)
+		end += d
+	}
+	clear(p.input[end:])
 
 	if p.seqModel != nil {
 		p.savedSeq.CopyFrom(st.Seq)

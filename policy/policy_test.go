@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,19 +58,28 @@ func frame(seed uint64) vision.Frame {
 }
 
 func TestPresetsAreConsistent(t *testing.T) {
-	for _, name := range []string{"robot", "robot-b3", "small"} {
+	for _, name := range []string{"robot", "robot-b3", "small", "small-keypoints", "small-proprio"} {
 		s, err := Preset(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if name != "small" && (s.TTM.InputTokens != 48 || s.TTM.MemorySize != 96 || s.TTM.ProcessSize != 16 || s.TTM.Dim != 512) {
+		if strings.HasPrefix(name, "robot") && (s.TTM.InputTokens != 48 || s.TTM.MemorySize != 96 || s.TTM.ProcessSize != 16 || s.TTM.Dim != 512) {
 			t.Errorf("robot preset is not the paper's TTM: %+v", s.TTM)
 		}
 	}
 	s, _ := Preset("small")
 	s.Policy.Padding = 3
-	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "1 frames x 4 tokens + 11 action tokens + 3 padding = 18 input tokens, the TTM takes 16") {
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "1 frames x 4 tokens + 11 action tokens + 0 proprioception tokens + 3 padding = 18 input tokens, the TTM takes 16") {
 		t.Errorf("inconsistent token count: %v", err)
+	}
+	s, _ = Preset("small-proprio")
+	s.Policy.Proprio = []string{"hand_x", "hand_x"}
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), `"hand_x" named twice`) {
+		t.Errorf("repeated proprioception name: %v", err)
+	}
+	s.Policy.Proprio = nil
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "0 proprioception tokens") {
+		t.Errorf("proprioception token count: %v", err)
 	}
 	s, _ = Preset("small")
 	s.Language.Width = 32
@@ -174,12 +184,12 @@ func TestStepFailsClosed(t *testing.T) {
 	for i := range tokens {
 		tokens[i] = float32(i%9) * 0.1
 	}
-	if err := p.StepTokens(tokens, st, act); err != nil {
+	if err := p.StepTokens(tokens, nil, st, act); err != nil {
 		t.Fatal(err)
 	}
 	before, steps, prev := st.Hash(), st.Steps, append([]float32(nil), st.Prev...)
 	tokens[5] = float32(math.NaN())
-	err := p.StepTokens(tokens, st, act)
+	err := p.StepTokens(tokens, nil, st, act)
 	if !errors.Is(err, ErrNonFinite) {
 		t.Fatalf("NaN tokens: %v", err)
 	}
@@ -241,12 +251,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints": // colour patches and the hidden stage in the front end
+		case "small-keypoints", "small-proprio": // colour patches and the hidden stage in the front end
 			spec, err := Preset(model)
 			if err != nil {
 				t.Fatal(err)
@@ -264,7 +274,7 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		}
 		st := p.NewState()
 		act := make([]float32, 11)
-		obs := &Observation{Frame: frame(3), Instruction: "knock the water bottle over"}
+		obs := &Observation{Frame: frame(3), Instruction: "knock the water bottle over", Proprio: []float32{0.5, 0, 0.9, 0.2}}
 		p.Step(obs, st, act)
 		if a := testing.AllocsPerRun(5, func() {
 			if err := p.Step(obs, st, act); err != nil {
@@ -295,5 +305,65 @@ func checkKeypoints(t *testing.T, model string, p *Policy) {
 	}
 	if _, _, ok := p.Keypoint(h.Dim); ok {
 		t.Errorf("%s: keypoint %d of %d channels reported", model, h.Dim, h.Dim)
+	}
+}
+
+// TestProprio: a policy that reads the arm's proprioception takes it as an
+// input token (a different reading changes the action's logits and the
+// memory), refuses an observation without it or with a wrong or
+// non-finite one and leaves its state alone then, and keeps its layout
+// through a checkpoint.
+func TestProprio(t *testing.T) {
+	spec, err := Preset("small-proprio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "proprio.safetensors")
+	if err := Create(spec, 1, "", path, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !slices.Equal(p.Proprio(), ArmProprio) {
+		t.Fatalf("proprioception %v after a round trip, want %v", p.Proprio(), ArmProprio)
+	}
+	act := make([]float32, 11)
+	step := func(q []float32) (*State, []float32, error) {
+		st := p.NewState()
+		err := p.Step(&Observation{Frame: frame(4), Instruction: "pick the apple", Proprio: q}, st, act)
+		return st, slices.Clone(p.Logits()), err
+	}
+	a, la, err := step([]float32{0.5, 0, 0.9, 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, lb, err := step([]float32{0.5, 0, 0.6, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Hash() == b.Hash() || slices.Equal(la, lb) {
+		t.Error("the proprioception does not reach the memory or the logits")
+	}
+	for name, q := range map[string][]float32{
+		"missing": nil,
+		"short":   {0.5, 0, 0.9},
+		"NaN":     {0.5, float32(math.NaN()), 0.9, 0},
+		"Inf":     {0.5, 0, 0.9, float32(math.Inf(-1))},
+	} {
+		st, _, err := step(q)
+		if err == nil || !strings.Contains(err.Error(), "proprioception") {
+			t.Errorf("%s proprioception: error %v", name, err)
+		}
+		if st.Steps != 0 || st.Window.Len() != 0 || st.Hash() != p.NewState().Hash() {
+			t.Errorf("%s proprioception: the state changed", name)
+		}
+	}
+	// A policy without proprioception ignores it.
+	q := loadSmall(t, Options{})
+	if err := q.Step(&Observation{Frame: frame(4), Instruction: "pick", Proprio: []float32{1, 2}}, q.NewState(), act); err != nil {
+		t.Errorf("a policy without proprioception: %v", err)
 	}
 }

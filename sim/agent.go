@@ -13,6 +13,9 @@ type Observation struct {
 	Height, Width int
 	Instruction   string
 	Step          int
+	// Proprio is the robot's proprioception (State.Proprio, policy.ArmProprio's
+	// layout), which a learned policy may read. It is reused by the next step.
+	Proprio []float32
 	// State is the privileged simulator state, for scripted experts. A
 	// learned policy must not read it.
 	State *State
@@ -64,7 +67,7 @@ type FrameFunc func(step int, img []byte) error
 func Run(ep *Episode, agent Agent, onFrame FrameFunc) (Result, error) {
 	h, w := ep.ImageSize()
 	img := make([]byte, h*w*3)
-	obs := Observation{Image: img, Height: h, Width: w, Instruction: ep.Instruction(), State: ep.State()}
+	obs := Observation{Image: img, Height: h, Width: w, Instruction: ep.Instruction(), State: ep.State(), Proprio: make([]float32, ProprioLen)}
 	agent.Reset(ep.Instruction())
 	res := Result{Task: ep.Task().Name, Seed: ep.Seed(), Instruction: ep.Instruction()}
 	for !ep.Done() {
@@ -72,6 +75,7 @@ func Run(ep *Episode, agent Agent, onFrame FrameFunc) (Result, error) {
 			return res, err
 		}
 		obs.Step = ep.Steps()
+		ep.State().Proprio(obs.Proprio)
 		if onFrame != nil {
 			if err := onFrame(obs.Step, img); err != nil {
 				return res, err

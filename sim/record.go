@@ -30,6 +30,9 @@ type Topics struct {
 	// Keypoints: std_msgs/Float32MultiArray, each frame's keypoint labels
 	// (KeypointLabels), which only a simulator knows.
 	Keypoints string
+	// Proprio: std_msgs/Float32MultiArray, the robot's proprioception
+	// (State.Proprio, policy.ArmProprio's layout, labelled).
+	Proprio string
 }
 
 // DefaultTopics returns the default topic names.
@@ -42,6 +45,7 @@ func DefaultTopics() Topics {
 		EpisodeDone: "episode_done",
 		Info:        "episode/info",
 		Keypoints:   "episode/keypoints",
+		Proprio:     "proprio",
 	}
 }
 
@@ -60,7 +64,7 @@ func (t Topics) resolve(ns string) Topics {
 	}
 	return Topics{Image: fix(t.Image, d.Image), Compressed: fix(t.Compressed, d.Compressed), Instruction: fix(t.Instruction, d.Instruction),
 		Action: fix(t.Action, d.Action), EpisodeDone: fix(t.EpisodeDone, d.EpisodeDone), Info: fix(t.Info, d.Info),
-		Keypoints: fix(t.Keypoints, d.Keypoints)}
+		Keypoints: fix(t.Keypoints, d.Keypoints), Proprio: fix(t.Proprio, d.Proprio)}
 }
 
 // InfoVersion is the version of the EpisodeInfo JSON in the bags.
@@ -159,6 +163,8 @@ func actionLayout(space policy.ActionSpace) rosbag.MultiArrayLayout {
 //
 //	instruction   std_msgs/String at t0 (latched for rosbag play)
 //	image         sensor_msgs/Image rgb8 per step k, stamped (header and record) t0 + k·Period, frame_id "headcam", seq k
+//	proprio       std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay/4: the robot's proprioception
+//	              when frame k was taken (State.Proprio)
 //	action        std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay: the action computed from frame k
 //	              (for a Labeler agent, its label of step k: see RecordOptions.Label)
 //	keypoints     std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay/2: the keypoint labels of frame k
@@ -210,7 +216,8 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 	}
 	rec := &bagRecorder{w: w, ep: ep, topics: topics, agent: agent, ctx: ctx, period: opts.Period, delay: opts.ActionDelay, stamp: stamp,
 		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps,
-		kp: rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)}}
+		kp:      rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)},
+		proprio: rosbag.Float32MultiArray{Layout: proprioLayout, Data: make([]float32, ProprioLen)}}
 	h, wd := ep.ImageSize()
 	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: headcamFrame}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
 	res, err := rec.run(ep, t0)
@@ -240,6 +247,8 @@ type bagRecorder struct {
 	img    rosbag.Image
 	act    rosbag.Float32MultiArray
 	kp     rosbag.Float32MultiArray
+	// proprio is the proprioception message.
+	proprio rosbag.Float32MultiArray
 
 	maxSteps int
 }
@@ -286,6 +295,10 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 	}
 	// Between the frame and its action, so that a reader meets them in
 	// that order whatever it does with equal times.
+	r.ep.State().Proprio(r.proprio.Data)
+	if err := r.w.Write(r.topics.Proprio, r.stamp(time.Duration(k)*r.period+r.delay/4), &r.proprio); err != nil {
+		return err
+	}
 	h, w := r.ep.ImageSize()
 	KeypointLabels(r.kp.Data, r.ep.State(), h, w)
 	return r.w.Write(r.topics.Keypoints, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.kp)

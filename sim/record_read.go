@@ -29,6 +29,10 @@ type RecordedStep struct {
 	// Keypoints are the frame's keypoint labels (KeypointLabels), nil in a
 	// bag without them (a robot's).
 	Keypoints []float32
+	// Proprio is the latest proprioception recorded before the action
+	// (State.Proprio's layout for the simulator's bags), nil in a bag
+	// without it.
+	Proprio []float32
 }
 
 // RecordedEpisode is an episode read from a bag.
@@ -100,6 +104,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 		instruction string
 		frame       []byte    // the latest frame, rgb8
 		keypoints   []float32 // the latest frame's labels
+		proprio     []float32 // the latest proprioception
 		stamp       time.Time
 		h, w        int
 		frames      []RecordedStep // every frame, for a bag without actions
@@ -120,10 +125,10 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			st = recTime
 		}
 		frame, stamp, keypoints = rgb, st, nil
-		frames = append(frames, RecordedStep{Stamp: st, Image: rgb})
+		frames = append(frames, RecordedStep{Stamp: st, Image: rgb, Proprio: proprio})
 		return nil
 	}
-	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints}
+	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints, topics.Proprio}
 	if r.Count(topics.Image) > 0 { // a camera publishing both: the raw frames, not their compressed copies
 		topicList = slices.DeleteFunc(topicList, func(t string) bool { return t == topics.Compressed })
 	}
@@ -179,7 +184,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 				ep.Unpaired++
 				continue
 			}
-			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data), Keypoints: keypoints})
+			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data), Keypoints: keypoints, Proprio: proprio})
 		case topics.Keypoints:
 			if err := rec.Decode(&arr); err != nil {
 				return nil, err
@@ -190,6 +195,17 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			if frame != nil {
 				keypoints = slices.Clone(arr.Data)
 				frames[len(frames)-1].Keypoints = keypoints
+			}
+		case topics.Proprio:
+			if err := rec.Decode(&arr); err != nil {
+				return nil, err
+			}
+			if len(arr.Data) == 0 || !finite(arr.Data) || (proprio != nil && len(arr.Data) != len(proprio)) {
+				return nil, fmt.Errorf("proprioception at %v: %d values (the previous had %d), want a constant positive number, all finite", recTime.Format(time.RFC3339Nano), len(arr.Data), len(proprio))
+			}
+			proprio = slices.Clone(arr.Data)
+			if frame != nil {
+				frames[len(frames)-1].Proprio = proprio
 			}
 		case topics.EpisodeDone:
 			if err := rec.Decode(&flag); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +28,7 @@ type played struct {
 	frames    [][]byte
 	actions   [][]float32
 	keypoints [][]float32 // each frame's KeypointLabels
+	proprio   [][]float32 // the proprioception each action was computed from
 }
 
 // noisyExpert is the expert of the recording tests: noise and pauses make
@@ -47,6 +49,11 @@ func play(t *testing.T, task string, seed uint64, h, w int) played {
 	var p played
 	x := ExpertAgent{Expert: ep.Expert(noisyExpert)}
 	agent := agentFunc(func(o *Observation) ([]float32, error) {
+		s := o.State
+		if want := []float32{float32(s.EE[0]), float32(s.EE[1]), float32(s.EE[2]), float32(s.Grip)}; !reflect.DeepEqual(o.Proprio, want) {
+			t.Fatalf("step %d: proprioception %v, the state's hand and gripper %v", o.Step, o.Proprio, want)
+		}
+		p.proprio = append(p.proprio, append([]float32(nil), o.Proprio...))
 		a, err := x.Act(o)
 		p.actions = append(p.actions, append([]float32(nil), a...))
 		return a, err
@@ -122,6 +129,9 @@ func TestRecordEpisodeRoundTrip(t *testing.T) {
 				if !reflect.DeepEqual(s.Keypoints, want.keypoints[k]) {
 					t.Fatalf("step %d: keypoint labels %v, played %v", k, s.Keypoints, want.keypoints[k])
 				}
+				if !reflect.DeepEqual(s.Proprio, want.proprio[k]) {
+					t.Fatalf("step %d: proprioception %v, played %v", k, s.Proprio, want.proprio[k])
+				}
 				if st := t0.Add(time.Duration(k) * 333333333); !s.Stamp.Equal(st) { // the period: 1/3 s in whole ns
 					t.Fatalf("step %d stamped %v, want %v", k, s.Stamp, st)
 				}
@@ -194,11 +204,12 @@ func TestEpisodeBagWithROSTools(t *testing.T) {
 	t.Run("info", func(t *testing.T) {
 		t.Parallel()
 		out := rosTool(t, "rosbag", "info", "--yaml", path)
-		if got := yamlField(t, out, "messages"); got != strconv.Itoa(3*res.Steps+3) {
-			t.Errorf("messages: %s, want %d", got, 3*res.Steps+3)
+		if got := yamlField(t, out, "messages"); got != strconv.Itoa(4*res.Steps+3) {
+			t.Errorf("messages: %s, want %d", got, 4*res.Steps+3)
 		}
 		for _, want := range []string{"topic: /headcam/image_raw\n      type: sensor_msgs/Image\n      messages: " + n,
 			"topic: /episode/keypoints\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
+			"topic: /proprio\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /action\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /instruction\n      type: std_msgs/String\n      messages: 1", "topic: /episode_done\n      type: std_msgs/Bool\n      messages: 1",
 			"topic: /episode/info\n      type: std_msgs/String\n      messages: 1"} {
@@ -253,6 +264,23 @@ func TestEpisodeBagWithROSTools(t *testing.T) {
 				v, err := strconv.ParseFloat(s, 64)
 				if err != nil || float32(v) != want.actions[k][j] {
 					t.Fatalf("action %d value %d: %q, recorded %v", k, j, s, want.actions[k][j])
+				}
+			}
+		}
+		// The proprioception, labelled, as played.
+		rows = strings.Split(strings.TrimSpace(rosTool(t, "rostopic", "echo", "-b", path, "-p", "/proprio")), "\n")
+		if len(rows) != res.Steps+1 {
+			t.Fatalf("%d proprioception rows, want %d", len(rows)-1, res.Steps)
+		}
+		for k, row := range rows[1:] {
+			f := strings.Split(row, ",")
+			if len(f) != 5+4 || f[1] != "hand_x;hand_y;hand_z;gripper" {
+				t.Fatalf("proprioception row %d: %q", k, row)
+			}
+			for j, s := range f[5:] {
+				v, err := strconv.ParseFloat(s, 64)
+				if err != nil || float32(v) != want.proprio[k][j] {
+					t.Fatalf("proprioception %d value %d: %q, played %v", k, j, s, want.proprio[k][j])
 				}
 			}
 		}
@@ -489,6 +517,15 @@ func TestReadEpisodeRejects(t *testing.T) {
 			w.Write("/action", rosbag.Time{Sec: 2}, act)
 			w.Write("/episode/info", rosbag.Time{Sec: 1}, &rosbag.String{Data: `{"version":1,"task":"pick","steps":7,"height":4,"width":4}`})
 		}), "info says 7 steps, the bag holds 1"},
+		{"proprioception length", write("proprio.bag", func(w *rosbag.Writer) {
+			w.Write("/headcam/image_raw", rosbag.Time{Sec: 2}, frame(4, 4))
+			w.Write("/proprio", rosbag.Time{Sec: 2}, &rosbag.Float32MultiArray{Data: []float32{0.5, 0, 0.9, 0}})
+			w.Write("/proprio", rosbag.Time{Sec: 3}, &rosbag.Float32MultiArray{Data: []float32{0.5, 0, 0.9}})
+		}), "proprioception at"},
+		{"proprioception NaN", write("proprionan.bag", func(w *rosbag.Writer) {
+			w.Write("/headcam/image_raw", rosbag.Time{Sec: 2}, frame(4, 4))
+			w.Write("/proprio", rosbag.Time{Sec: 2}, &rosbag.Float32MultiArray{Data: []float32{0.5, float32(math.NaN()), 0.9, 0}})
+		}), "all finite"},
 		{"wrong type", write("type.bag", func(w *rosbag.Writer) {
 			w.Write("/action", rosbag.Time{Sec: 2}, &rosbag.String{Data: "go"})
 		}), "message type mismatch"},

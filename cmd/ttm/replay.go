@@ -178,7 +178,7 @@ func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*repla
 		if err != nil {
 			return nil, fmt.Errorf("step %d: %w", k, err)
 		}
-		obs.Frame = frame
+		obs.Frame, obs.Proprio = frame, s.Proprio
 		if err := p.Step(&obs, st, action); err != nil {
 			return nil, fmt.Errorf("step %d: %w", k, err)
 		}

@@ -339,6 +339,7 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 			}
 			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
 			labelled := true // the simulator's bags: keypoint labels for every frame
+			sensed := true   // and proprioception
 			for _, s := range rec.Steps {
 				if s.Action == nil {
 					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
@@ -347,9 +348,14 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 				fr.Actions = append(fr.Actions, s.Action)
 				fr.Keypoints = append(fr.Keypoints, s.Keypoints)
 				labelled = labelled && s.Keypoints != nil
+				fr.Proprio = append(fr.Proprio, s.Proprio)
+				sensed = sensed && s.Proprio != nil
 			}
 			if !labelled {
 				fr.Keypoints = nil
+			}
+			if !sensed {
+				fr.Proprio = nil
 			}
 			if ep, err = train.Encode(p, fr); err != nil {
 				return nil, use, err

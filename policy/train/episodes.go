@@ -29,6 +29,19 @@ type Episode struct {
 	// keypoint supervision (vision.SuperviseKeypoints' layout).
 	KeypointLen int
 	Keypoints   []float32
+	// ProprioLen, when positive, is the length of each step's
+	// proprioception in Proprio (Steps, ProprioLen).
+	ProprioLen int
+	Proprio    []float32
+}
+
+// ProprioAt returns step t's proprioception, a view; nil without.
+func (e *Episode) ProprioAt(t int) []float32 {
+	if e.ProprioLen == 0 {
+		return nil
+	}
+	q := e.ProprioLen
+	return e.Proprio[t*q : (t+1)*q : (t+1)*q]
 }
 
 // KeypointLabels returns step t's keypoint labels, a view; nil without
@@ -58,6 +71,9 @@ type Frames struct {
 	// length, a multiple of vision.KeypointLabelLen; see
 	// Episode.Keypoints).
 	Keypoints [][]float32
+	// Proprio, optional, is per step the robot's proprioception (all of
+	// one length).
+	Proprio [][]float32
 }
 
 // Cache keeps episodes' feature maps on disk, in a folder named for the
@@ -89,8 +105,8 @@ func NewCache(root string, spec policy.Spec) (*Cache, error) {
 func (c *Cache) path(name string) string { return filepath.Join(c.Dir, name+".safetensors") }
 
 // Load returns the cached episode name, or (nil, nil) if it is not cached
-// (or cached before episodes carried keypoint labels, so that the labels
-// of its bag are not silently lost).
+// (or cached before episodes carried keypoint labels and proprioception,
+// so that what its bag holds is not silently lost).
 // A damaged or mismatched cache file is an error naming it.
 func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 	path := c.path(name)
@@ -101,8 +117,10 @@ func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feature cache %s: %w (delete it to recompute)", path, err)
 	}
-	if _, ok := f.Metadata["keypoint_len"]; !ok {
-		return nil, nil // written before episodes carried keypoint labels: recompute
+	for _, key := range []string{"keypoint_len", "proprio_len"} {
+		if _, ok := f.Metadata[key]; !ok {
+			return nil, nil // written before episodes carried labels and proprioception: recompute
+		}
 	}
 	ep := &Episode{Name: name, Task: f.Metadata["task"], Instruction: f.Metadata["instruction"], FeatureLen: featureLen}
 	if ep.Steps, err = strconv.Atoi(f.Metadata["steps"]); err != nil || ep.Steps < 1 {
@@ -139,6 +157,18 @@ func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 		}
 		ep.KeypointLen = tn.Shape[1]
 	}
+	if tn, ok := f.Tensors["proprio"]; ok {
+		if len(tn.Shape) != 2 || tn.Shape[0] != ep.Steps || tn.Shape[1] < 1 {
+			return nil, fmt.Errorf("feature cache %s: proprio has shape %v, want [%d, positive]", path, tn.Shape, ep.Steps)
+		}
+		if ep.Proprio, err = tn.Floats(); err != nil {
+			return nil, fmt.Errorf("feature cache %s: proprio: %w", path, err)
+		}
+		if !allFinite(ep.Proprio) {
+			return nil, fmt.Errorf("feature cache %s: proprio holds NaN or Inf", path)
+		}
+		ep.ProprioLen = tn.Shape[1]
+	}
 	return ep, nil
 }
 
@@ -150,10 +180,14 @@ func (c *Cache) Store(ep *Episode, actionLen int) error {
 	f := safetensors.New()
 	f.Metadata["task"], f.Metadata["instruction"], f.Metadata["steps"] = ep.Task, ep.Instruction, strconv.Itoa(ep.Steps)
 	f.Metadata["keypoint_len"] = strconv.Itoa(ep.KeypointLen)
+	f.Metadata["proprio_len"] = strconv.Itoa(ep.ProprioLen)
 	f.Tensors["features"] = safetensors.FromFloat32(ep.Features, ep.Steps, ep.FeatureLen)
 	f.Tensors["actions"] = safetensors.FromFloat32(ep.Actions, ep.Steps, actionLen)
 	if ep.KeypointLen > 0 {
 		f.Tensors["keypoints"] = safetensors.FromFloat32(ep.Keypoints, ep.Steps, ep.KeypointLen)
+	}
+	if ep.ProprioLen > 0 {
+		f.Tensors["proprio"] = safetensors.FromFloat32(ep.Proprio, ep.Steps, ep.ProprioLen)
 	}
 	return safetensors.WriteFile(c.path(ep.Name), f)
 }
@@ -177,9 +211,19 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 			return nil, fmt.Errorf("episode %s: keypoint labels of %d values (want a multiple of %d)", fr.Name, k, vision.KeypointLabelLen)
 		}
 	}
+	q := 0 // proprioception values per step
+	if fr.Proprio != nil {
+		if len(fr.Proprio) != len(fr.Images) {
+			return nil, fmt.Errorf("episode %s: %d frames and %d proprioception readings", fr.Name, len(fr.Images), len(fr.Proprio))
+		}
+		if q = len(fr.Proprio[0]); q == 0 {
+			return nil, fmt.Errorf("episode %s: empty proprioception", fr.Name)
+		}
+	}
 	ep := &Episode{Name: fr.Name, Task: fr.Task, Instruction: fr.Instruction, Steps: len(fr.Images), FeatureLen: c * n,
 		Features: make([]float32, len(fr.Images)*c*n), Actions: make([]float32, 0, len(fr.Images)*na),
-		KeypointLen: k, Keypoints: make([]float32, 0, len(fr.Images)*k)}
+		KeypointLen: k, Keypoints: make([]float32, 0, len(fr.Images)*k),
+		ProprioLen: q, Proprio: make([]float32, 0, len(fr.Images)*q)}
 	img := vision.Image{Height: uint32(fr.Height), Width: uint32(fr.Width), Encoding: "rgb8", Step: uint32(3 * fr.Width)}
 	for t, im := range fr.Images {
 		img.Data = im
@@ -204,6 +248,12 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 				return nil, fmt.Errorf("episode %s step %d: keypoint labels hold NaN or Inf", fr.Name, t)
 			}
 			ep.Keypoints = append(ep.Keypoints, fr.Keypoints[t]...)
+		}
+		if q > 0 {
+			if len(fr.Proprio[t]) != q || !allFinite(fr.Proprio[t]) {
+				return nil, fmt.Errorf("episode %s step %d: proprioception of %d values (step 0 has %d), want all finite", fr.Name, t, len(fr.Proprio[t]), q)
+			}
+			ep.Proprio = append(ep.Proprio, fr.Proprio[t]...)
 		}
 		ep.Actions = append(ep.Actions, fr.Actions[t]...)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/ttmrobot/ttm/internal/safetensors"
@@ -319,6 +320,25 @@ func TestCacheRoundTripAndDamage(t *testing.T) {
 		t.Errorf("a cache file without keypoint_len: %v, %v; want a miss", got, err)
 	}
 
+	// Proprioception survives the cache too; a file written before
+	// episodes carried it is a miss.
+	sensed := proprioEpisodes(proprioPolicy(t), 1, 3, 4)[0]
+	sensed.Name = "sensed"
+	if err := c.Store(sensed, na); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Load(sensed.Name, sensed.FeatureLen, na); err != nil || got.ProprioLen != 4 || !slices.Equal(got.Proprio, sensed.Proprio) {
+		t.Errorf("proprioception after the cache: %v (err %v), want %v", got.Proprio, err, sensed.Proprio)
+	}
+	delete(old.Metadata, "proprio_len")
+	old.Metadata["keypoint_len"] = "0"
+	if err := safetensors.WriteFile(oldPath, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Load("old", ep.FeatureLen, na); got != nil || err != nil {
+		t.Errorf("a cache file without proprio_len: %v, %v; want a miss", got, err)
+	}
+
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, b[:len(b)/2], 0o644)
 	if _, err := c.Load(ep.Name, ep.FeatureLen, na); err == nil {
@@ -494,5 +514,83 @@ func TestCacheKeyCountsPatches(t *testing.T) {
 	}
 	if plain.Dir == patched.Dir {
 		t.Errorf("features with and without colour patches share the cache %s", plain.Dir)
+	}
+}
+
+// proprioPolicy is the small preset reading the arm's proprioception.
+func proprioPolicy(t *testing.T) *policy.Policy {
+	t.Helper()
+	return presetPolicy(t, filepath.Join(sharedDir, "proprio.safetensors"), func(s *policy.Spec) {
+		s.Policy.Proprio = policy.ArmProprio
+		s.TTM.InputTokens++
+	})
+}
+
+// proprioEpisodes are syntheticEpisodes whose features carry nothing: the
+// sign of the hand's height (proprioception 2) chooses the base's forward
+// velocity.
+func proprioEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
+	eps := syntheticEpisodes(p, count, steps, seed)
+	r := rand.New(rand.NewPCG(seed, 3))
+	na := p.ActionSpace().Len()
+	for _, ep := range eps {
+		for i := range ep.Features {
+			ep.Features[i] = float32(r.NormFloat64() * 0.3)
+		}
+		ep.ProprioLen = 4
+		for t := range ep.Steps {
+			z := float32(2*r.IntN(2)-1) + float32(r.NormFloat64()*0.1)
+			ep.Proprio = append(ep.Proprio, 0.5, 0, z, 0)
+			if z < 0 {
+				ep.Actions[t*na+policy.DimBaseX] = -0.8
+			} else {
+				ep.Actions[t*na+policy.DimBaseX] = 0.8
+			}
+		}
+	}
+	return eps
+}
+
+// TestProprioLearns: when only the proprioception tells the action, a
+// policy that reads it learns the action, and the same training on the
+// same episodes with the proprioception zeroed cannot; the trainer
+// refuses episodes without it.
+func TestProprioLearns(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Steps, cfg.Batch, cfg.Warmup = 100, 8, 5
+	train := func(eps []*Episode) (first, last float64) {
+		p := proprioPolicy(t)
+		tr, err := New(cfg, p, eps, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first, _, _, err = tr.Step(); err != nil {
+			t.Fatal(err)
+		}
+		for tr.Updates() < cfg.Steps {
+			if last, _, _, err = tr.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return first, last
+	}
+	p := proprioPolicy(t)
+	eps := proprioEpisodes(p, 16, 8, 3)
+	first, last := train(eps)
+	blind := proprioEpisodes(p, 16, 8, 3)
+	for _, ep := range blind {
+		clear(ep.Proprio)
+	}
+	_, lastBlind := train(blind)
+	t.Logf("loss %.3f -> %.3f; with the proprioception zeroed -> %.3f", first, last, lastBlind)
+	// Without it the base velocity's sign is a coin toss: about log 2 of
+	// loss per step that reading it removes.
+	if !(last < first/3) || !(last < lastBlind-0.3) {
+		t.Errorf("loss %.3f -> %.3f, %.3f with the proprioception zeroed: not learning from it", first, last, lastBlind)
+	}
+	bad := proprioEpisodes(p, 2, 3, 5)
+	bad[1].ProprioLen, bad[1].Proprio = 0, nil
+	if _, err := New(cfg, p, bad, nil); err == nil || !strings.Contains(err.Error(), "0 proprioception values per step, the policy reads 4") {
+		t.Errorf("an episode without proprioception: %v", err)
 	}
 }

@@ -118,9 +118,11 @@ type Trainer struct {
 	streams  []*stream
 	data     [][]policy.StepData // per stream, the window's steps
 	zeros    []float32
-	samples  int64
-	history  []Record
-	log      hclog.Logger
+	// readsProprio: the policy reads proprioception, the episodes hold it.
+	readsProprio bool
+	samples      int64
+	history      []Record
+	log          hclog.Logger
 }
 
 // New prepares training of p on eps. p must have been loaded without
@@ -145,7 +147,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	if pos := spec.Vision.Head.Positions; pos > 0 && pos*c != featLen {
 		return nil, fmt.Errorf("train: episodes hold %d feature positions, the policy's positional embedding has %d", featLen/c, pos)
 	}
-	tr := &Trainer{cfg: cfg, p: p, eps: eps, log: log, zeros: make([]float32, p.ActionSpace().Len()),
+	tr := &Trainer{cfg: cfg, p: p, eps: eps, log: log, zeros: make([]float32, p.ActionSpace().Len()), readsProprio: len(spec.Policy.Proprio) > 0,
 		sched: Schedule{Peak: cfg.LR, Warmup: cfg.Warmup, Total: cfg.Steps, Floor: cfg.LRFloor}}
 	labelled := 0
 	for _, e := range eps {
@@ -156,6 +158,10 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 			return nil, fmt.Errorf("train: episode %s has %d keypoint label values for %d steps of %d", e.Name, len(e.Keypoints), e.Steps, e.KeypointLen)
 		}
 		labelled += min(e.KeypointLen, 1)
+		if nq := len(spec.Policy.Proprio); nq > 0 && (e.ProprioLen != nq || len(e.Proprio) != e.Steps*nq) {
+			return nil, fmt.Errorf("train: episode %s has %d proprioception values per step, the policy reads %d (%s): record it with the simulator, or train a policy without proprioception",
+				e.Name, e.ProprioLen, nq, strings.Join(spec.Policy.Proprio, ", "))
+		}
 		tok, err := p.Tokenize(e.Instruction)
 		if err != nil {
 			return nil, fmt.Errorf("train: episode %s: instruction: %w", e.Name, err)
@@ -243,7 +249,11 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 			if t > 0 {
 				_, prev = ep.Step(t-1, na)
 			}
-			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t)}
+			var q []float32
+			if tr.readsProprio {
+				q = ep.ProprioAt(t)
+			}
+			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q}
 		}
 	}
 	scale := float32(1 / float64(total))

@@ -90,6 +90,7 @@ func (a *PolicyAgent) Act(o *sim.Observation) ([]float32, error) {
 		return nil, err
 	}
 	a.obs.Frame = frame
+	a.obs.Proprio = o.Proprio
 	if a.NoMemory {
 		if err := a.p.SetNoMemory(true); err != nil {
 			return nil, err

@@ -381,7 +381,7 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 	video *gifRecorder, agree *agreementTally, trace *[]traceRow, timed func(time.Duration)) (EpisodeResult, error) {
 	h, w := ep.ImageSize()
 	task := ep.Task().Name
-	obs := sim.Observation{Image: img, Height: h, Width: w, Instruction: ep.Instruction()}
+	obs := sim.Observation{Image: img, Height: h, Width: w, Instruction: ep.Instruction(), Proprio: make([]float32, sim.ProprioLen)}
 	if privileged {
 		obs.State = ep.State()
 	}
@@ -414,6 +414,7 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 			return res, err
 		}
 		obs.Step = ep.Steps()
+		ep.State().Proprio(obs.Proprio)
 		t0 := time.Now()
 		act, err := agent.Act(&obs)
 		took := time.Since(t0)

@@ -323,7 +323,7 @@ func scoreEpisode(path string, e sim.IndexEntry, a *PolicyAgent, knockout bool, 
 		if len(st.Action) != space.Len() {
 			return nil, fmt.Errorf("%s step %d: recorded action has %d values, want %d", e.File, k, len(st.Action), space.Len())
 		}
-		obs.Image, obs.Step = st.Image, k
+		obs.Image, obs.Step, obs.Proprio = st.Image, k, st.Proprio
 		pred, err := a.Act(&obs)
 		if err != nil {
 			return nil, fmt.Errorf("%s step %d: %w", e.File, k, err)
