@@ -224,7 +224,7 @@ func TestTrainDAggerDatasets(t *testing.T) {
 		t.Fatalf("rollout entry %+v: want a failed, unlabelled episode", e)
 	}
 
-	out := filepath.Join(t.TempDir(), "p.safetensors")
+	out := filepath.Join(t.TempDir(), "round1", "p.safetensors") // a folder --init must create
 	data := experts + "," + dagger + "," + rollouts
 	args := []string{"train", "--data", data, "--init", ckpt, "--out", out, "--steps", "2", "--batch", "2", "--window", "4",
 		"--log-every", "1", "--checkpoint-every", "2"}

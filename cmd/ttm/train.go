@@ -121,6 +121,9 @@ func runTrain(env *environment, args []string) error {
 	}
 	files := newTrainFiles(*out)
 	log := env.log.Named("train")
+	if err := os.MkdirAll(filepath.Dir(files.ckpt), 0o755); err != nil {
+		return fmt.Errorf("checkpoint folder: %w", err)
+	}
 
 	// The starting point: a run to resume, a given checkpoint, or fresh weights.
 	resume := fileExists(files.state) && fileExists(files.ckpt)
