@@ -43,8 +43,9 @@ import (
 
 // Defaults of LoopConfig.
 const (
-	DefaultRate        = 10.0
-	DefaultMaxImageAge = 500 * time.Millisecond
+	DefaultRate          = 10.0
+	DefaultMaxImageAge   = 500 * time.Millisecond
+	DefaultMaxProprioAge = 500 * time.Millisecond
 )
 
 // LoopConfig configures the control loop.
@@ -58,6 +59,10 @@ type LoopConfig struct {
 	// stamp (its arrival time when unstamped). It defaults to
 	// DefaultMaxImageAge.
 	MaxImageAge time.Duration
+	// MaxProprioAge is the oldest proprioception a policy that reads it
+	// acts on, by its arrival time (std_msgs/Float32MultiArray has no
+	// stamp). It defaults to DefaultMaxProprioAge.
+	MaxProprioAge time.Duration
 	// HeartbeatTimeout, if positive, stops acting when no heartbeat came
 	// within it (and until the first one).
 	HeartbeatTimeout time.Duration
@@ -90,6 +95,8 @@ func (c *LoopConfig) defaults() error {
 		return fmt.Errorf("deadline %v is negative", c.Deadline)
 	case c.MaxImageAge < 0:
 		return fmt.Errorf("max_image_age %v is negative", c.MaxImageAge)
+	case c.MaxProprioAge < 0:
+		return fmt.Errorf("max_proprio_age %v is negative", c.MaxProprioAge)
 	case c.HeartbeatTimeout < 0:
 		return fmt.Errorf("heartbeat_timeout %v is negative", c.HeartbeatTimeout)
 	case c.MaxSteps < 0:
@@ -101,6 +108,9 @@ func (c *LoopConfig) defaults() error {
 	if c.MaxImageAge == 0 {
 		c.MaxImageAge = DefaultMaxImageAge
 	}
+	if c.MaxProprioAge == 0 {
+		c.MaxProprioAge = DefaultMaxProprioAge
+	}
 	return nil
 }
 
@@ -109,6 +119,8 @@ type Stepper interface {
 	Step(obs *policy.Observation, st *policy.State, action []float32) error
 	NewState() *policy.State
 	ActionSpace() policy.ActionSpace
+	// Proprio names the proprioception the policy reads (policy.Config.Proprio); nil for none.
+	Proprio() []string
 }
 
 // Output is what one tick publishes.
@@ -197,7 +209,7 @@ func NewLoop(p Stepper, cfg LoopConfig, clock Clock, in *Inputs, sink Sink, log 
 		state: p.NewState(), proposed: make([]float32, n), out: make([]float32, n),
 		reason: ReasonNoFrame,
 		w: &worker{
-			pol: p, scratch: p.NewState(), action: make([]float32, n),
+			pol: p, scratch: p.NewState(), action: make([]float32, n), proprio: make([]float32, len(p.Proprio())),
 			start: make(chan struct{}, 1), done: make(chan struct{}, 1), exited: make(chan struct{}),
 		},
 	}
@@ -346,9 +358,18 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 	case instr.seq == 0:
 		return ReasonNoInstruction
 	}
+	readsProprio := len(l.w.proprio) > 0
+	at, haveProprio := l.in.proprioTime()
+	if readsProprio && !haveProprio {
+		return ReasonNoProprio
+	}
 	if age := now.Sub(l.cur.stamp); age > l.cfg.MaxImageAge || age < -l.cfg.MaxImageAge {
 		l.cnt.StaleFrames++
 		return ReasonStaleFrame
+	}
+	if age := now.Sub(at); readsProprio && (age > l.cfg.MaxProprioAge || age < -l.cfg.MaxProprioAge) {
+		l.cnt.StaleProprio++
+		return ReasonStaleProprio
 	}
 	switch {
 	case l.done:
@@ -368,6 +389,11 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 	w.obs.Instruction, w.obs.Embedding = instr.text, instr.embedding
 	if instr.useText {
 		w.obs.Embedding = nil
+	}
+	w.obs.Proprio = nil
+	if len(w.proprio) > 0 {
+		l.in.copyProprio(w.proprio) // gate saw a fresh reading; a newer one may have come since
+		w.obs.Proprio = w.proprio
 	}
 	repeated := l.cur.seq == l.usedSeq
 	l.usedSeq = l.cur.seq
@@ -454,6 +480,9 @@ func (l *Loop) setStatus(r Reason) {
 		l.log.Info("acting", "episode", l.episode, "previous", prev.Key())
 	case r.waiting() || r == ReasonShutdown || r == ReasonEpisodeDone:
 		l.log.Info(text)
+	case r == ReasonStaleProprio:
+		at, _ := l.in.proprioTime()
+		l.log.Warn(text, "age", l.clock.Now().Sub(at).Round(time.Millisecond), "max_proprio_age", l.cfg.MaxProprioAge)
 	case r == ReasonStaleFrame && l.cur != nil:
 		l.log.Warn(text, "age", l.clock.Now().Sub(l.cur.stamp).Round(time.Millisecond), "max_image_age", l.cfg.MaxImageAge,
 			"stamp_from_header", l.cur.stamped)
@@ -516,6 +545,8 @@ func (l *Loop) Stats() Stats {
 	s.FramesDropped = l.in.framesDropped.Load()
 	s.FramesBad = l.in.framesBad.Load()
 	s.EmbeddingsBad = l.in.embeddingsBad.Load()
+	s.ProprioIn = l.in.proprioIn.Load()
+	s.ProprioBad = l.in.proprioBad.Load()
 	return s
 }
 
@@ -558,9 +589,10 @@ type worker struct {
 	exited chan struct{}
 
 	// job
-	frame *frameIn
-	base  *policy.State // the committed state; read only during the job
-	obs   policy.Observation
+	frame   *frameIn
+	base    *policy.State // the committed state; read only during the job
+	obs     policy.Observation
+	proprio []float32 // the reading the job acts on; empty for a policy without proprioception
 
 	// result
 	scratch       *policy.State // base advanced by one step (on success)

@@ -2,7 +2,10 @@ package node
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +30,12 @@ type Inputs struct {
 	frameSeq uint64
 
 	framesIn, framesDropped, framesBad, embeddingsBad atomic.Uint64
+
+	proprioMu  sync.Mutex // proprioMu guards proprio and proprioAt
+	proprio    []float32  // the latest good reading; nil before the first
+	proprioAt  time.Time  // its arrival on the clock
+	proprioIn  atomic.Uint64
+	proprioBad atomic.Uint64
 
 	estop     atomic.Bool
 	enabled   atomic.Bool
@@ -190,3 +199,61 @@ func (in *Inputs) RequestReset() uint64 { return in.resetRequested.Add(1) }
 
 // ResetApplied reports whether reset request n has been applied.
 func (in *Inputs) ResetApplied(n uint64) bool { return in.resetApplied.Load() >= n }
+
+// PutProprio offers a proprioception reading (a std_msgs/Float32MultiArray:
+// its values and its layout's first dimension label, "" when it has
+// none) for a policy that reads names. It must have one finite value per
+// name, and a label, if any, of the names joined by ";" (policy.ArmProprio:
+// "hand_x;hand_y;hand_z;gripper"). A bad reading is refused with an error
+// naming the problem, counted, and leaves the last good one in place.
+func (in *Inputs) PutProprio(values []float32, label string, names []string) error {
+	if err := CheckProprio(values, label, names); err != nil {
+		in.proprioBad.Add(1)
+		return err
+	}
+	at := in.clock.Now()
+	in.proprioMu.Lock()
+	if len(in.proprio) != len(values) {
+		in.proprio = make([]float32, len(values))
+	}
+	copy(in.proprio, values)
+	in.proprioAt = at
+	in.proprioMu.Unlock()
+	in.proprioIn.Add(1)
+	return nil
+}
+
+// CheckProprio checks a proprioception reading against the names a
+// policy reads (see Inputs.PutProprio).
+func CheckProprio(values []float32, label string, names []string) error {
+	want := strings.Join(names, ";")
+	switch {
+	case len(names) == 0:
+		return errors.New("proprioception: the policy reads none")
+	case label != "" && label != want:
+		return fmt.Errorf("proprioception labelled %q, the policy reads %q", label, want)
+	case len(values) != len(names):
+		return fmt.Errorf("proprioception of %d values, the policy reads %d (%s)", len(values), len(names), want)
+	}
+	for i, v := range values {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			return fmt.Errorf("proprioception %s is %v", names[i], v)
+		}
+	}
+	return nil
+}
+
+// proprioTime returns the arrival time of the latest good reading; ok is
+// false before the first.
+func (in *Inputs) proprioTime() (at time.Time, ok bool) {
+	in.proprioMu.Lock()
+	defer in.proprioMu.Unlock()
+	return in.proprioAt, in.proprio != nil
+}
+
+// copyProprio copies the latest good reading into dst (its length).
+func (in *Inputs) copyProprio(dst []float32) {
+	in.proprioMu.Lock()
+	copy(dst, in.proprio)
+	in.proprioMu.Unlock()
+}

@@ -167,6 +167,9 @@ type Counters struct {
 	FramesDropped  uint64 // frames overwritten in the slot before a tick took them
 	FramesBad      uint64 // frames refused on arrival (encoding, size, corrupt header)
 	EmbeddingsBad  uint64 // upstream embeddings refused
+	StaleProprio   uint64 // ticks stopped because the newest proprioception was too old
+	ProprioIn      uint64 // proprioception readings accepted
+	ProprioBad     uint64 // proprioception readings refused (length, label, non-finite)
 	Unpublished    uint64 // outputs not sent because no ROS node was registered
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"image"
 	"image/color"
@@ -578,6 +579,7 @@ func (s *switchStepper) Step(obs *policy.Observation, st *policy.State, a []floa
 }
 func (s *switchStepper) NewState() *policy.State         { return s.good.NewState() }
 func (s *switchStepper) ActionSpace() policy.ActionSpace { return s.good.ActionSpace() }
+func (s *switchStepper) Proprio() []string               { return s.good.Proprio() }
 
 func TestLoopNonFiniteModelOutput(t *testing.T) {
 	s := &switchStepper{good: loadPolicy(t, actingPath(t)), bad: loadPolicy(t, overflowCheckpoint(t))}
@@ -647,15 +649,27 @@ func (s *allocSink) Action(*Output)        { s.n++ }
 func (s *allocSink) Status(string, Reason) {}
 
 // The control step allocates nothing in steady state: the tick, the
-// inference goroutine (policy step), the filter and the statistics.
+// inference goroutine (policy step), the filter and the statistics; also
+// for a policy that reads proprioception.
 func TestLoopTickAllocatesNothing(t *testing.T) {
-	p := loadPolicy(t, actingPath(t))
+	for _, path := range []string{actingPath(t), proprioPath(t)} {
+		testLoopTickAllocatesNothing(t, path)
+	}
+}
+
+func testLoopTickAllocatesNothing(t *testing.T, path string) {
+	p := loadPolicy(t, path)
 	clock := &WallClock{} // a manual clock allocates a channel per move
 	in := NewInputs(clock)
 	sink := &allocSink{}
-	l, err := NewLoop(p, LoopConfig{Rate: 1, MaxImageAge: time.Hour}, clock, in, sink, nil)
+	l, err := NewLoop(p, LoopConfig{Rate: 1, MaxImageAge: time.Hour, MaxProprioAge: time.Hour}, clock, in, sink, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if names := p.Proprio(); names != nil {
+		if err := in.PutProprio([]float32{0.3, 0, 1, 0}, "", names); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -689,6 +703,7 @@ func TestNewLoopRejects(t *testing.T) {
 		{LoopConfig{Rate: -1}, "rate -1 Hz"},
 		{LoopConfig{Rate: math.Inf(1)}, "rate +Inf Hz"},
 		{LoopConfig{MaxImageAge: -time.Second}, "max_image_age"},
+		{LoopConfig{MaxProprioAge: -time.Second}, "max_proprio_age"},
 		{LoopConfig{HeartbeatTimeout: -1}, "heartbeat_timeout"},
 		{LoopConfig{MaxSteps: -3}, "max_steps -3"},
 		{LoopConfig{Safety: policy.SafetyConfig{MaxRate: []float64{1, 2}}}, "max_rate has 2 entries"},
@@ -716,4 +731,100 @@ func TestWarmup(t *testing.T) {
 	if _, err := Warmup(p, 0, 128, 160, time.Hour); err == nil {
 		t.Error("zero warm-up steps accepted")
 	}
+}
+
+// TestLoopProprio: a policy that reads proprioception does not act before a
+// reading has come, nor on one older than max_proprio_age; bad readings
+// are refused, counted, and leave the last good one in place.
+func TestLoopProprio(t *testing.T) {
+	p := loadPolicy(t, proprioPath(t))
+	names := p.Proprio()
+	h := newHarness(t, p, LoopConfig{MaxProprioAge: 300 * time.Millisecond, MaxImageAge: time.Hour})
+	h.in.SetInstruction("pick up the coke can")
+	h.frame(0)
+	h.next()
+	if n := len(h.sink.outputs()); n != 0 {
+		t.Fatalf("%d outputs without proprioception", n)
+	}
+	if s := h.sink.lastStatus(); s != "waiting: no proprioception yet" {
+		t.Errorf("status %q", s)
+	}
+	for _, tc := range []struct {
+		name   string
+		values []float32
+		label  string
+		want   string
+	}{
+		{"short", []float32{0.3, 0, 1}, "", "3 values, the policy reads 4"},
+		{"label", []float32{0.3, 0, 1, 0}, "x;y;z;g", `labelled "x;y;z;g"`},
+		{"NaN", []float32{0.3, float32(math.NaN()), 1, 0}, "hand_x;hand_y;hand_z;gripper", "hand_y is NaN"},
+		{"Inf", []float32{0.3, 0, 1, float32(math.Inf(1))}, "", "gripper is +Inf"},
+	} {
+		if err := h.in.PutProprio(tc.values, tc.label, names); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s reading: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	h.frame(0)
+	h.next()
+	if n := len(h.sink.outputs()); n != 0 || h.loop.Stats().ProprioBad != 4 {
+		t.Fatalf("%d outputs after bad readings only, %d refused", n, h.loop.Stats().ProprioBad)
+	}
+	good := []float32{0.3, -0.1, 1.0, 0}
+	if err := h.in.PutProprio(good, "hand_x;hand_y;hand_z;gripper", names); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.actNow(); !o.Acting || o.Reason != ReasonNone {
+		t.Fatalf("with a reading: %+v", o)
+	}
+	// A bad reading does not replace the good one.
+	h.in.PutProprio([]float32{1, 2}, "", names)
+	got := make([]float32, 4)
+	h.in.copyProprio(got)
+	if !slices.Equal(got, good) {
+		t.Errorf("reading %v after a refused one, want %v", got, good)
+	}
+	// Fresh frames, no new reading: it acts until the reading is 300 ms
+	// old (the tick above acted on it at 100 ms), then stops.
+	h.actNow()                      // 200 ms
+	if o := h.actNow(); !o.Acting { // 300 ms
+		t.Fatalf("a reading 300 ms old: %+v", o)
+	}
+	if o := h.actNow(); o.Acting || o.Reason != ReasonStaleProprio { // 400 ms
+		t.Fatalf("a reading 400 ms old: %+v, want the stop action for stale proprioception", o)
+	}
+	if s := h.sink.lastStatus(); s != "stopped: proprioception too old" {
+		t.Errorf("status %q", s)
+	}
+	if err := h.in.PutProprio(good, "", names); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.actNow(); !o.Acting {
+		t.Fatalf("a fresh reading again: %+v", o)
+	}
+	st := h.loop.Stats()
+	if st.StaleProprio != 1 || st.ProprioIn != 2 || st.ProprioBad != 5 {
+		t.Errorf("stale proprioception ticks %d, readings in %d, refused %d; want 1, 2, 5", st.StaleProprio, st.ProprioIn, st.ProprioBad)
+	}
+	checkFinite(t, h.sink.outputs())
+}
+
+// FuzzCheckProprio: any reading is either refused with an error or has
+// one finite value per name and, if labelled, the policy's label.
+func FuzzCheckProprio(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0}, "hand_x;hand_y;hand_z;gripper")
+	f.Add([]byte{1, 2, 3}, "")
+	f.Fuzz(func(t *testing.T, raw []byte, label string) {
+		values := make([]float32, len(raw)/4)
+		for i := range values {
+			values[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
+		}
+		err := CheckProprio(values, label, policy.ArmProprio)
+		ok := len(values) == 4 && (label == "" || label == "hand_x;hand_y;hand_z;gripper")
+		for _, v := range values {
+			ok = ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+		}
+		if (err == nil) != ok {
+			t.Fatalf("CheckProprio(%v, %q) = %v", values, label, err)
+		}
+	})
 }

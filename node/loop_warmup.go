@@ -37,7 +37,8 @@ func Warmup(p Stepper, steps, height, width int, budget time.Duration) (WarmupRe
 	}
 	st := p.NewState()
 	act := make([]float32, p.ActionSpace().Len())
-	obs := &policy.Observation{Frame: frame, Instruction: "pick up the coke can"}
+	// A zero reading stands in for the proprioception: the step costs the same.
+	obs := &policy.Observation{Frame: frame, Instruction: "pick up the coke can", Proprio: make([]float32, len(p.Proprio()))}
 	times := make([]time.Duration, 0, steps)
 	for i := range steps + warmupUntimed {
 		t0 := time.Now()

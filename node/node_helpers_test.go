@@ -105,3 +105,37 @@ func loadPolicy(t testing.TB, path string) *policy.Policy {
 // mode is arbitrary, and one that terminates its episode at the first step
 // would end the loop tests' episodes before they look at them.
 func actingPath(t testing.TB) string { return modeCheckpoint(t, policy.ModeArm) }
+
+// proprioCheckpoint writes the small-proprio policy (it reads
+// policy.ArmProprio) with its head biased to arm mode, like actingPath.
+var proprioCheckpoint = sync.OnceValues(func() (string, error) {
+	spec, err := policy.Preset("small-proprio")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(testDir, "proprio.safetensors")
+	if err := policy.Create(spec, 7, "", out, nil); err != nil {
+		return "", err
+	}
+	f, err := safetensors.ReadFile(out)
+	if err != nil {
+		return "", err
+	}
+	name := policy.Prefix + "head/bias"
+	v, err := f.Tensors[name].Floats()
+	if err != nil {
+		return "", err
+	}
+	v[policy.ModeArm] = 1e3
+	f.Tensors[name] = safetensors.FromFloat32(v, f.Tensors[name].Shape...)
+	return out, safetensors.WriteFile(out, f)
+})
+
+func proprioPath(t testing.TB) string {
+	t.Helper()
+	p, err := proprioCheckpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -98,6 +98,7 @@ func testNodeParams(t *testing.T, m *rostest.Master) {
 	err := os.WriteFile(yaml, []byte(`rate: 15
 deadline: 0.05
 max_image_age: 0.25
+max_proprio_age: 0.75
 heartbeat_timeout: 0.4
 max_steps: 200
 reset_on_instruction: false
@@ -119,8 +120,9 @@ diagnostics_period: 0.5
 		t.Fatal(err)
 	}
 	c := np.Loop
-	want := LoopConfig{Rate: 12.5, Deadline: 50 * time.Millisecond, MaxImageAge: 250 * time.Millisecond, HeartbeatTimeout: 400 * time.Millisecond,
-		MaxSteps: 200, KeepMemoryOnInstruction: true,
+	want := LoopConfig{Rate: 12.5, Deadline: 50 * time.Millisecond, MaxImageAge: 250 * time.Millisecond, MaxProprioAge: 750 * time.Millisecond,
+		HeartbeatTimeout: 400 * time.Millisecond,
+		MaxSteps:         200, KeepMemoryOnInstruction: true,
 		Safety: policy.SafetyConfig{MaxRate: []float64{0, 1, 1, 1, 2, 2, 2, 3, 2, 1, 1},
 			Workspace: &policy.Workspace{Min: [3]float64{0.2, -0.4, 0}, Max: [3]float64{0.8, 0.4, 0.6}, Scale: 0.02}},
 		WorkspaceStart: [3]float64{0.5, 0, 0.3}}

@@ -17,6 +17,7 @@ import (
 //	~rate                    float  10     control rate, Hz
 //	~deadline                float  0      seconds after a tick by which its action is out; 0 or more than the period: the period
 //	~max_image_age           float  0.5    seconds; older frames are not acted on (header stamp, or arrival when the stamp is zero)
+//	~max_proprio_age         float  0.5    seconds; a policy that reads proprioception does not act on an older reading (arrival time)
 //	~heartbeat_timeout       float  0      seconds; 0 turns the heartbeat deadman off
 //	~max_steps               int    0      actions per episode; 0: unlimited
 //	~reset_on_instruction    bool   true   a new instruction starts a new episode
@@ -104,6 +105,7 @@ func ReadNodeParams(ctx context.Context, p *Params) (NodeParams, error) {
 	c.Rate = flt("~rate", DefaultRate)
 	c.Deadline = secs("~deadline", 0)
 	c.MaxImageAge = secs("~max_image_age", DefaultMaxImageAge.Seconds())
+	c.MaxProprioAge = secs("~max_proprio_age", DefaultMaxProprioAge.Seconds())
 	c.HeartbeatTimeout = secs("~heartbeat_timeout", 0)
 	c.MaxSteps = integer("~max_steps", 0)
 	c.KeepMemoryOnInstruction = !boolean("~reset_on_instruction", true)

@@ -3,8 +3,10 @@ package node
 import "fmt"
 
 // Reason says why a tick did not publish the policy's action. The control
-// loop checks them in this order at every tick and reports the first that
-// applies; ReasonNone means it acted.
+// loop checks them at every tick and reports the first that applies, in
+// this order except that the proprioception's (added last, to keep the
+// numbers) come after ReasonNoInstruction and ReasonStaleFrame;
+// ReasonNone means it acted.
 type Reason int
 
 const (
@@ -21,6 +23,8 @@ const (
 	ReasonPolicyError                 // the inference failed (bad frame or embedding, non-finite output)
 	ReasonRejected                    // the safety filter rejected the action (non-finite value)
 	ReasonShutdown                    // the node is stopping
+	ReasonNoProprio                   // the policy reads proprioception and none has been received yet
+	ReasonStaleProprio                // the newest proprioception is older than ~max_proprio_age
 	numReasons
 )
 
@@ -38,6 +42,8 @@ var reasonText = [numReasons]string{
 	ReasonPolicyError:   "inference failed",
 	ReasonRejected:      "action rejected by the safety filter",
 	ReasonShutdown:      "shutting down",
+	ReasonNoProprio:     "no proprioception yet",
+	ReasonStaleProprio:  "proprioception too old",
 }
 
 var reasonKey = [numReasons]string{
@@ -54,6 +60,8 @@ var reasonKey = [numReasons]string{
 	ReasonPolicyError:   "policy_error",
 	ReasonRejected:      "rejected",
 	ReasonShutdown:      "shutdown",
+	ReasonNoProprio:     "no_proprio",
+	ReasonStaleProprio:  "stale_proprio",
 }
 
 // String is a human-readable explanation.
@@ -74,4 +82,6 @@ func (r Reason) Key() string {
 }
 
 // waiting reports whether r only means an input has not arrived yet.
-func (r Reason) waiting() bool { return r == ReasonNoFrame || r == ReasonNoInstruction }
+func (r Reason) waiting() bool {
+	return r == ReasonNoFrame || r == ReasonNoInstruction || r == ReasonNoProprio
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_srvs"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/ttmrobot/ttm/policy"
 )
 
 // simIO connects the simulator to ROS: the headcam and instruction
@@ -51,13 +54,13 @@ type doneMsg struct {
 }
 
 type simPublishers struct {
-	image, instruction *goroslib.Publisher
+	image, instruction, proprio *goroslib.Publisher
 }
 
-// The simulator node's names, by default name: it publishes the headcam
-// and the instruction, subscribes to the policy's action and episode_done
+// The simulator node's names, by default name: it publishes the headcam,
+// the robot's proprioception and the instruction, subscribes to the policy's action and episode_done
 // and calls the policy node's reset_memory service.
-var simNames = []string{TopicImage, TopicInstruction, TopicAction, TopicEpisodeDone, ServiceResetMemory}
+var simNames = []string{TopicImage, TopicProprio, TopicInstruction, TopicAction, TopicEpisodeDone, ServiceResetMemory}
 
 func resolveSimNames(a *Args) (map[string]string, error) {
 	out := make(map[string]string, len(simNames))
@@ -80,6 +83,10 @@ func (s *simIO) setup(n *goroslib.Node) error {
 	p.image, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: s.names[TopicImage], Msg: &sensor_msgs.Image{}, Latch: true})
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", s.names[TopicImage], err)
+	}
+	p.proprio, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: s.names[TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true})
+	if err != nil {
+		return fmt.Errorf("publish %s: %w", s.names[TopicProprio], err)
 	}
 	p.instruction, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: s.names[TopicInstruction], Msg: &std_msgs.String{}, Latch: true})
 	if err != nil {
@@ -196,14 +203,21 @@ func (s *simIO) setInstruction(text string) {
 	}
 }
 
-// publishFrame sends an rgb8 frame of h x w stamped now (a copy: goroslib
-// encodes messages later, on its own goroutines). It reports false when no
-// node is registered.
-func (s *simIO) publishFrame(img []byte, h, w int, seq uint32) bool {
+// publishFrame sends the robot's proprioception (policy.ArmProprio's
+// layout, labelled) and then an rgb8 frame of h x w stamped now (copies:
+// goroslib encodes messages later, on its own goroutines), so that a
+// policy node has the reading when the frame arrives. It reports false when
+// no node is registered.
+func (s *simIO) publishFrame(img []byte, proprio []float32, h, w int, seq uint32) bool {
 	p := s.pubs.Load()
 	if p == nil {
 		return false
 	}
+	n := uint32(len(proprio))
+	p.proprio.Write(&std_msgs.Float32MultiArray{
+		Layout: std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: strings.Join(policy.ArmProprio, ";"), Size: n, Stride: n}}},
+		Data:   slices.Clone(proprio),
+	})
 	p.image.Write(&sensor_msgs.Image{
 		Header: std_msgs.Header{Seq: seq, Stamp: time.Now(), FrameId: "headcam"},
 		Height: uint32(h), Width: uint32(w), Encoding: "rgb8", Step: uint32(3 * w), Data: slices.Clone(img),

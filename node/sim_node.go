@@ -377,10 +377,12 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 		return res, err
 	}
 	var seq uint32
+	proprio := make([]float32, sim.ProprioLen)
 	publish := func() {
 		seq++
 		s.queue.clear() // anything queued answers an earlier frame
-		if s.io.publishFrame(img, c.Height, c.Width, seq) {
+		ep.State().Proprio(proprio)
+		if s.io.publishFrame(img, proprio, c.Height, c.Width, seq) {
 			s.frames.Add(1)
 		}
 	}

@@ -30,6 +30,7 @@ const (
 	TopicEStop         = "e_stop"                       // std_msgs/Empty, in
 	TopicEStopReset    = "e_stop_reset"                 // std_msgs/Empty, in
 	TopicHeartbeat     = "heartbeat"                    // std_msgs/Empty, in
+	TopicProprio       = "proprio"                      // std_msgs/Float32MultiArray, in (policies that read proprioception)
 	TopicAction        = "action"                       // std_msgs/Float32MultiArray, out
 	TopicCmdVel        = "cmd_vel"                      // geometry_msgs/Twist, out
 	TopicArm           = "arm/command"                  // geometry_msgs/Twist, out
@@ -42,7 +43,7 @@ const (
 )
 
 var allNames = []string{TopicImage, TopicCompressed, TopicInstruction, TopicEmbedding, TopicEStop, TopicEStopReset,
-	TopicHeartbeat, TopicAction, TopicCmdVel, TopicArm, TopicGripper, TopicEpisodeDone, TopicStatus, TopicDiagnostics,
+	TopicHeartbeat, TopicProprio, TopicAction, TopicCmdVel, TopicArm, TopicGripper, TopicEpisodeDone, TopicStatus, TopicDiagnostics,
 	ServiceResetMemory, ServiceEnable}
 
 // ResolveNames resolves every topic and service name of the node by ROS
@@ -79,6 +80,7 @@ type rosIO struct {
 	names     map[string]string
 	in        *Inputs
 	embWidth  int
+	proprio   []string // the names the policy reads; nil: no proprio subscription
 	log       hclog.Logger
 	layout    std_msgs.MultiArrayLayout
 	simClock  *simClock // nil unless /use_sim_time
@@ -95,8 +97,9 @@ type rosIO struct {
 	subs    []*goroslib.Subscriber
 	srvs    []*goroslib.ServiceProvider
 
-	badFrames throttle
-	badEmb    throttle
+	badFrames  throttle
+	badEmb     throttle
+	badProprio throttle
 }
 
 type publishers struct {
@@ -107,13 +110,14 @@ func (p *publishers) all() []*goroslib.Publisher {
 	return []*goroslib.Publisher{p.action, p.cmdVel, p.arm, p.gripper, p.done, p.status, p.diag}
 }
 
-func newROSIO(names map[string]string, in *Inputs, space policy.ActionSpace, embWidth int, clock *simClock, resetWait time.Duration, log hclog.Logger) *rosIO {
+func newROSIO(names map[string]string, in *Inputs, space policy.ActionSpace, embWidth int, proprio []string, clock *simClock, resetWait time.Duration, log hclog.Logger) *rosIO {
 	n := uint32(space.Len())
 	return &rosIO{
-		names: names, in: in, embWidth: embWidth, log: log, simClock: clock, resetWait: resetWait,
-		layout:    std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: ActionLabel(space), Size: n, Stride: n}}},
-		badFrames: throttle{every: 10 * time.Second},
-		badEmb:    throttle{every: 10 * time.Second},
+		names: names, in: in, embWidth: embWidth, proprio: proprio, log: log, simClock: clock, resetWait: resetWait,
+		layout:     std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: ActionLabel(space), Size: n, Stride: n}}},
+		badFrames:  throttle{every: 10 * time.Second},
+		badEmb:     throttle{every: 10 * time.Second},
+		badProprio: throttle{every: 10 * time.Second},
 	}
 }
 
@@ -151,7 +155,7 @@ func (r *rosIO) setup(n *goroslib.Node) error {
 	r.pubs.Store(p)
 	r.statusMu.Unlock()
 
-	for _, sc := range []struct {
+	subs := []struct {
 		name string
 		cb   any
 	}{
@@ -162,7 +166,14 @@ func (r *rosIO) setup(n *goroslib.Node) error {
 		{TopicEStop, r.onEStop},
 		{TopicEStopReset, r.onEStopReset},
 		{TopicHeartbeat, func(*std_msgs.Empty) { r.in.Heartbeat() }},
-	} {
+	}
+	if len(r.proprio) > 0 {
+		subs = append(subs, struct {
+			name string
+			cb   any
+		}{TopicProprio, r.onProprio})
+	}
+	for _, sc := range subs {
 		sub, err := goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: r.names[sc.name], Callback: sc.cb})
 		if err != nil {
 			return fmt.Errorf("subscribe %s: %w", r.names[sc.name], err)
@@ -350,4 +361,15 @@ func (t *throttle) ok() bool {
 	}
 	t.last = now
 	return true
+}
+
+// onProprio offers a proprioception reading to the loop.
+func (r *rosIO) onProprio(m *std_msgs.Float32MultiArray) {
+	label := ""
+	if len(m.Layout.Dim) > 0 {
+		label = m.Layout.Dim[0].Label
+	}
+	if err := r.in.PutProprio(m.Data, label, r.proprio); err != nil && r.badProprio.ok() {
+		r.log.Warn("proprioception refused", "topic", r.names[TopicProprio], "error", err, "refused_so_far", r.in.proprioBad.Load())
+	}
 }

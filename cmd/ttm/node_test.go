@@ -34,11 +34,18 @@ func TestMain(m *testing.M) {
 // seeded policy picks terminate, ending its episode, about every third step.
 func smallPolicy(t *testing.T) string {
 	t.Helper()
-	spec, err := policy.Preset("small")
+	return armPolicy(t, "small")
+}
+
+// armPolicy is a fresh checkpoint of preset with its head biased to arm
+// mode, as smallPolicy.
+func armPolicy(t *testing.T, preset string) string {
+	t.Helper()
+	spec, err := policy.Preset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "small.safetensors")
+	out := filepath.Join(t.TempDir(), preset+".safetensors")
 	if err := policy.Create(spec, 3, "", out, nil); err != nil {
 		t.Fatal(err)
 	}
