@@ -55,6 +55,28 @@ type Config struct {
 	// as one input token; empty: none. ArmProprio is the layout of the
 	// simulator and the node's proprio topic.
 	Proprio []string `json:"proprio,omitempty"`
+	// TargetGeometry, if set, adds to the proprioception token where the
+	// keypoint token's second channel (the target, under keypoint
+	// supervision) lies on the work surface: the head camera's
+	// calibration back-projects the policy's own keypoint
+	// (vision.CameraGeometry.Backproject) to x, y in the base frame, and a
+	// third value is 1 (0, with x and y, when the ray misses the surface).
+	// The values are inputs, not trained through: the keypoint supervision
+	// trains the keypoint.
+	TargetGeometry *vision.CameraGeometry `json:"target_geometry,omitempty"`
+}
+
+// TargetGeometryLen is the number of values TargetGeometry adds.
+const TargetGeometryLen = 3
+
+// proprioInputs is the width of the proprioception token's input: the
+// robot's values and the target geometry's.
+func (c Config) proprioInputs() int {
+	n := len(c.Proprio)
+	if c.TargetGeometry != nil {
+		n += TargetGeometryLen
+	}
+	return n
 }
 
 // ArmProprio is the proprioception layout of the arm: the end-effector's
@@ -65,7 +87,7 @@ var ArmProprio = []string{"hand_x", "hand_y", "hand_z", "gripper"}
 
 // proprioTokens is the number of input tokens the proprioception takes.
 func (c Config) proprioTokens() int {
-	if len(c.Proprio) == 0 {
+	if c.proprioInputs() == 0 {
 		return 0
 	}
 	return 1
@@ -81,6 +103,11 @@ func (c Config) validateProprio() error {
 			return fmt.Errorf("policy: proprioception value %q named twice", n)
 		}
 		seen[n] = true
+	}
+	if g := c.TargetGeometry; g != nil {
+		if err := g.Validate(); err != nil {
+			return fmt.Errorf("policy: target geometry: %w", err)
+		}
 	}
 	return nil
 }
@@ -151,6 +178,9 @@ func (s Spec) Validate() error {
 	case h.EmbeddingDim != s.Language.Width:
 		return fmt.Errorf("policy: FiLM takes %d-wide instruction embeddings, the language model makes %d", h.EmbeddingDim, s.Language.Width)
 	}
+	if s.Policy.TargetGeometry != nil && (!h.Keypoints || h.Dim < 2) {
+		return errors.New("policy: target geometry back-projects the keypoint token's second channel: it needs a vision head with keypoints")
+	}
 	np := s.Policy.proprioTokens()
 	if n := s.Vision.History*h.Tokens + s.Policy.ActionSpace.Len() + np + s.Policy.Padding; n != s.TTM.InputTokens {
 		return fmt.Errorf("policy: %d frames x %d tokens + %d action tokens + %d proprioception tokens + %d padding = %d input tokens, the TTM takes %d",
@@ -217,6 +247,10 @@ func Presets() map[string]Spec {
 	// (ArmProprio) as a 17th input token.
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
+	// small-target: small-proprio whose token also holds the target's
+	// position on the counter from its keypoint and the simulator's
+	// headcam calibration (sim/robot.go; sim tests check these numbers).
+	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.85}
 
 	return map[string]Spec{
 		"robot": {
@@ -243,6 +277,11 @@ func Presets() map[string]Spec {
 		},
 		"small-proprio": {
 			Policy: Config{Preset: "small-proprio", ActionSpace: RT1(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio)},
+			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		"small-target": {
+			Policy: Config{Preset: "small-target", ActionSpace: RT1(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},

@@ -212,7 +212,7 @@ type Learner struct {
 	dMem     []float32          // (m, d) the TTM's memory gradient
 	feats    [][]float32        // per step, the caller's feature maps
 	prevs    [][]float32        // per step, the caller's previous actions
-	props    [][]float32        // per step, the caller's proprioception
+	props    [][]float32        // per step, the proprioception token's input (the caller's values, the target geometry's)
 }
 
 // NewLearner prepares a learner for windows of up to steps steps on
@@ -227,7 +227,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 		outputs: make([]float32, c.ProcessSize*d), pooled: make([]float32, d),
 		logits: make([]float32, p.head.width), dLogits: make([]float32, p.head.width), dPooled: make([]float32, d),
 		dInput: make([]float32, c.InputTokens*d),
-		feats:  make([][]float32, steps), prevs: make([][]float32, steps), props: make([][]float32, steps),
+		feats:  make([][]float32, steps), prevs: make([][]float32, steps),
 	}
 	if p.seqModel != nil {
 		l.seqTape = p.seqModel.NewTape(steps)
@@ -239,7 +239,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 	}
 	l.gHead = p.visionHd.View(l.Grads[1].Params)
 	l.gLang = p.lang.View(l.Grads[2].Params)
-	l.gOwn = newActionHead(p.spec.Policy.ActionSpace, d, len(p.spec.Policy.Proprio))
+	l.gOwn = newActionHead(p.spec.Policy.ActionSpace, d, p.spec.Policy.proprioInputs())
 	off := 0
 	for _, s := range l.gOwn.specs("") {
 		n := numElements(s.shape)
@@ -252,6 +252,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 		l.dFrames = append(l.dFrames, make([]float32, k*d))
 		l.inputs = append(l.inputs, make([]float32, c.InputTokens*d))
 		l.dOutputs = append(l.dOutputs, make([]float32, c.ProcessSize*d))
+		l.props = append(l.props, make([]float32, p.spec.Policy.proprioInputs()))
 	}
 	return l
 }
@@ -291,7 +292,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		return WindowStats{}, fmt.Errorf("policy: learner window of %d steps (1..%d)", T, l.maxSteps)
 	}
 	C := v.Head.FeatureChannels
-	na, nq := p.ActionSpace().Len(), p.head.nProp
+	na, nq := p.ActionSpace().Len(), len(p.spec.Policy.Proprio)
 	for i, s := range steps {
 		if len(s.Features) != C*l.featN || len(s.Prev) != na || len(s.Action) != na || len(s.Proprio) != nq {
 			return WindowStats{}, fmt.Errorf("policy: learner step %d: %d features, %d previous and %d demonstrated action values, %d proprioception values; want %d, %d, %d, %d",
@@ -318,7 +319,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 	}
 	win := h * k * d
 	for t, s := range steps {
-		l.feats[t], l.prevs[t], l.props[t] = s.Features, s.Prev, s.Proprio
+		l.feats[t], l.prevs[t] = s.Features, s.Prev
 		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.emb)
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
 			kl := vision.SuperviseKeypoints(l.acts[t].KP, s.Keypoints, l.KeypointSigma, scale*l.KeypointWeight)
@@ -339,8 +340,12 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		}
 		p.head.actionTokens(in[win:win+na*d], p.actionInput(s.Prev))
 		end := win + na*d
-		if nq > 0 {
-			p.head.proprioToken(in[end:end+d], s.Proprio)
+		if p.head.nProp > 0 {
+			copy(l.props[t], s.Proprio)
+			if g := p.spec.Policy.TargetGeometry; g != nil {
+				targetGeometry(l.props[t][nq:], g, l.acts[t].KP)
+			}
+			p.head.proprioToken(in[end:end+d], l.props[t])
 			end += d
 		}
 		clear(in[end:])
@@ -382,7 +387,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			}
 		}
 		l.actionTokensBackward(l.dInput[win:win+na*d], p.actionInput(l.prevs[t]))
-		if nq > 0 {
+		if p.head.nProp > 0 {
 			end := win + na*d
 			p.head.proprioTokenBackward(l.gOwn, l.dInput[end:end+d], l.props[t])
 		}

@@ -106,7 +106,7 @@ func learnerSteps(p *Policy, T, n int, seed uint64) []StepData {
 			f[i] = float32(r.NormFloat64())
 		}
 		steps[t] = StepData{Features: f, Prev: actions[t], Action: actions[t+1]}
-		if q := p.head.nProp; q > 0 {
+		if q := len(p.spec.Policy.Proprio); q > 0 {
 			steps[t].Proprio = make([]float32, q)
 			for i := range steps[t].Proprio {
 				steps[t].Proprio[i] = float32(r.NormFloat64())
@@ -281,15 +281,26 @@ func checkFDStep(t *testing.T, name string, params []float32, j int, analytic fl
 // inference: the same memory after the window, and zero loss gradient
 // bookkeeping aside, the argmax actions score as the policy acts.
 func TestLearnerMatchesStepTokens(t *testing.T) {
-	for _, tc := range []struct{ blind, proprio bool }{{false, false}, {true, false}, {true, true}} {
-		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio)
+	for _, tc := range []struct{ blind, proprio, geometry bool }{{false, false, false}, {true, false, false}, {true, true, false}, {true, true, true}} {
+		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio, tc.geometry)
 	}
 }
 
-func testLearnerMatchesStepTokens(t *testing.T, blind, proprio bool) {
+// testGeometry is a camera over the tests' 1x5 feature map.
+var testGeometry = vision.CameraGeometry{Mount: [3]float64{0, 0, 1.4}, Pitch: 0.7, VFOV: 1, Height: 128, Width: 160, SurfaceZ: 0.85}
+
+func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry bool) {
 	var edit func(*Spec)
 	if proprio {
 		edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
+	}
+	if geometry {
+		edit = func(s *Spec) {
+			s.Policy.Proprio, s.Policy.TargetGeometry = ArmProprio, &testGeometry
+			h := &s.Vision.Head
+			h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
+			s.Policy.Padding = 0
+		}
 	}
 	p := learnerPolicyWith(t, "", 2, blind, edit)
 	const T, n = 4, 5
@@ -312,7 +323,11 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio bool) {
 	for _, s := range steps {
 		copy(ref.Prev, s.Prev)
 		p.visionHd.Forward(frame, acts, s.Features, emb)
-		if err := p.StepTokens(frame, s.Proprio, ref, action); err != nil {
+		var q []float32
+		if proprio {
+			q = p.proprioInput(s.Proprio, acts.KP)
+		}
+		if err := p.StepTokens(frame, q, ref, action); err != nil {
 			t.Fatal(err)
 		}
 	}

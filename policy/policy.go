@@ -127,6 +127,7 @@ type Policy struct {
 	action []float32
 	// zeroAction is the action tokens' input with BlindActions.
 	zeroAction []float32
+	proprio    []float32 // the proprioception token's input: the robot's values, then the target geometry's
 }
 
 // assembleSeq builds a policy around another sequence model than the TTM
@@ -144,11 +145,12 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 	p := &Policy{
 		spec: spec, model: model, front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
-		head:  newActionHead(spec.Policy.ActionSpace, c.Dim, len(spec.Policy.Proprio)),
+		head:  newActionHead(spec.Policy.ActionSpace, c.Dim, spec.Policy.proprioInputs()),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
 		pooled: make([]float32, c.Dim),
 		action: make([]float32, spec.Policy.ActionSpace.Len()), zeroAction: make([]float32, spec.Policy.ActionSpace.Len()),
+		proprio: make([]float32, spec.Policy.proprioInputs()),
 	}
 	if model != nil {
 		p.machine, p.saved = ttm.NewMachine(model), ttm.NewMemory(c)
@@ -300,7 +302,7 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if err := p.front.EncodeInto(p.frame, obs.Frame, emb); err != nil {
 		return err
 	}
-	return p.StepTokens(p.frame, q, st, action)
+	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
 }
 
 // StepFeatures is Step from the frame's backbone feature map (C, N), as
@@ -321,12 +323,42 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if err := p.front.EncodeFromFeatures(p.frame, features, emb); err != nil {
 		return err
 	}
-	return p.StepTokens(p.frame, q, st, action)
+	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+}
+
+// proprioInput returns the proprioception token's input for the robot's
+// reading q and the frame's keypoints kp: q, then with TargetGeometry
+// the target's position on the work surface; nil for a policy without
+// the token.
+func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs) []float32 {
+	if len(p.proprio) == 0 {
+		return nil
+	}
+	copy(p.proprio, q)
+	if g := p.spec.Policy.TargetGeometry; g != nil {
+		targetGeometry(p.proprio[len(q):], g, kp)
+	}
+	return p.proprio
+}
+
+// targetGeometry writes the target's position on the work surface, from
+// keypoint channel 1 of kp, into dst (TargetGeometryLen): x, y, 1; or
+// zeros when its ray misses the surface.
+func targetGeometry(dst []float32, g *vision.CameraGeometry, kp *vision.KeypointActs) {
+	u, v := kp.Point(1)
+	x, y, ok := g.Backproject(u, v)
+	if !ok {
+		dst[0], dst[1], dst[2] = 0, 0, 0
+		return
+	}
+	dst[0], dst[1], dst[2] = x, y, 1
 }
 
 // StepTokens is Step from a frame's tokens (K, d), already computed by the
-// front end, and the proprioception (nil for a policy without): the same
-// computation for cached features (training, replay of encoded episodes).
+// front end, and the proprioception token's input (nil for a policy
+// without; with TargetGeometry the robot's values followed by the
+// geometry's): the same computation for cached features (training, replay
+// of encoded episodes).
 func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float32) error {
 	c, v := p.spec.TTM, p.spec.Vision
 	d, k := c.Dim, v.Head.Tokens

@@ -58,7 +58,7 @@ func frame(seed uint64) vision.Frame {
 }
 
 func TestPresetsAreConsistent(t *testing.T) {
-	for _, name := range []string{"robot", "robot-b3", "small", "small-keypoints", "small-proprio"} {
+	for _, name := range []string{"robot", "robot-b3", "small", "small-keypoints", "small-proprio", "small-target"} {
 		s, err := Preset(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -251,12 +251,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio": // colour patches and the hidden stage in the front end
+		case "small-keypoints", "small-proprio", "small-target": // colour patches and the hidden stage in the front end
 			spec, err := Preset(model)
 			if err != nil {
 				t.Fatal(err)
@@ -365,5 +365,42 @@ func TestProprio(t *testing.T) {
 	q := loadSmall(t, Options{})
 	if err := q.Step(&Observation{Frame: frame(4), Instruction: "pick", Proprio: []float32{1, 2}}, q.NewState(), act); err != nil {
 		t.Errorf("a policy without proprioception: %v", err)
+	}
+}
+
+// TestTargetGeometry: a small-target policy's proprioception token reads
+// the robot's values and then where its own target keypoint lies on the
+// counter (its camera calibration's back-projection), and a preset that
+// asks for it without a keypoint token is refused.
+func TestTargetGeometry(t *testing.T) {
+	spec, err := Preset("small-target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "target.safetensors")
+	if err := Create(spec, 2, "", path, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	q := []float32{0.5, 0, 0.9, 0.2}
+	if err := p.Step(&Observation{Frame: frame(5), Instruction: "pick the apple", Proprio: q}, p.NewState(), make([]float32, 11)); err != nil {
+		t.Fatal(err)
+	}
+	u, v, _ := p.Keypoint(1)
+	x, y, ok := p.Spec().Policy.TargetGeometry.Backproject(u, v)
+	want := append(slices.Clone(q), x, y, 0)
+	if ok {
+		want[6] = 1
+	}
+	if !slices.Equal(p.proprio, want) {
+		t.Errorf("proprioception token input %v, want %v (keypoint %v, %v)", p.proprio, want, u, v)
+	}
+	spec.Vision.Head.Keypoints, spec.Vision.Head.KeypointWindow = false, 0
+	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "needs a vision head with keypoints") {
+		t.Errorf("target geometry without keypoints: %v", err)
 	}
 }
