@@ -183,6 +183,12 @@ type Learner struct {
 	// target are.
 	KeypointWeight float32
 	KeypointSigma  float64
+	// GeometryFromLabels, for a policy with TargetGeometry, back-projects
+	// the step's labelled target point (StepData.Keypoints' second point)
+	// instead of the policy's own keypoint wherever the label shows it:
+	// the policy learns to trust the geometry while its keypoint is still
+	// learning, and acts on its own keypoint at inference.
+	GeometryFromLabels bool
 
 	p          *Policy
 	maxSteps   int
@@ -343,7 +349,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		if p.head.nProp > 0 {
 			copy(l.props[t], s.Proprio)
 			if g := p.spec.Policy.TargetGeometry; g != nil {
-				targetGeometry(l.props[t][nq:], g, l.acts[t].KP)
+				if kl := s.Keypoints; l.GeometryFromLabels && len(kl) >= 2*vision.KeypointLabelLen && kl[vision.KeypointLabelLen+2] > 0 {
+					labelledGeometry(l.props[t][nq:], g, kl[vision.KeypointLabelLen], kl[vision.KeypointLabelLen+1])
+				} else {
+					targetGeometry(l.props[t][nq:], g, l.acts[t].KP)
+				}
 			}
 			p.head.proprioToken(in[end:end+d], l.props[t])
 			end += d

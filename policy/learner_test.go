@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -497,5 +498,39 @@ func TestSmoothCrossEntropy(t *testing.T) {
 		if n := (up - down) / 2e-2; math.Abs(n-float64(d[b])) > 1e-3 {
 			t.Errorf("d/dlogit[%d] = %v, numeric %v", b, d[b], n)
 		}
+	}
+}
+
+// TestLearnerGeometryFromLabels: with GeometryFromLabels the proprioception
+// token reads the labelled target point's back-projection where the label
+// shows the target, and the policy's own keypoint's where it does not.
+func TestLearnerGeometryFromLabels(t *testing.T) {
+	p := learnerPolicyWith(t, "", 1, true, func(s *Spec) {
+		s.Policy.Proprio, s.Policy.TargetGeometry = ArmProprio, &testGeometry
+		h := &s.Vision.Head
+		h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
+		s.Policy.Padding = 0
+	})
+	steps := learnerSteps(p, 2, 5, 3)
+	steps[0].Keypoints = []float32{0.2, 0.5, 1, 0.6, 0.9, 1} // the target in view
+	steps[1].Keypoints = []float32{0.2, 0.5, 1, 0, 0, 0}     // out of view
+	tok, _ := p.Tokenize("pick the can")
+	l := NewLearner(p, 2, 5)
+	l.GeometryFromLabels = true
+	if _, err := l.Window(p.NewState(), tok, steps, 1); err != nil {
+		t.Fatal(err)
+	}
+	x, y, ok := testGeometry.Backproject(0.6, 0.9)
+	if !ok || !slices.Equal(l.props[0][4:], []float32{x, y, 1}) {
+		t.Errorf("step 0 geometry %v, want the label's (%v, %v, 1)", l.props[0][4:], x, y)
+	}
+	u, v := l.acts[1].KP.Point(1)
+	want := make([]float32, 3)
+	labelledGeometry(want, &testGeometry, u, v)
+	if !slices.Equal(l.props[1][4:], want) {
+		t.Errorf("step 1 geometry %v, want the policy's keypoint's %v", l.props[1][4:], want)
+	}
+	if !slices.Equal(l.props[0][:4], steps[0].Proprio) {
+		t.Errorf("robot values %v, want %v", l.props[0][:4], steps[0].Proprio)
 	}
 }

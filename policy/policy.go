@@ -346,6 +346,11 @@ func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs) []float32 {
 // zeros when its ray misses the surface.
 func targetGeometry(dst []float32, g *vision.CameraGeometry, kp *vision.KeypointActs) {
 	u, v := kp.Point(1)
+	labelledGeometry(dst, g, u, v)
+}
+
+// labelledGeometry is targetGeometry for image point (u, v).
+func labelledGeometry(dst []float32, g *vision.CameraGeometry, u, v float32) {
 	x, y, ok := g.Backproject(u, v)
 	if !ok {
 		dst[0], dst[1], dst[2] = 0, 0, 0

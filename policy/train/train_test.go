@@ -593,4 +593,8 @@ func TestProprioLearns(t *testing.T) {
 	if _, err := New(cfg, p, bad, nil); err == nil || !strings.Contains(err.Error(), "0 proprioception values per step, the policy reads 4") {
 		t.Errorf("an episode without proprioception: %v", err)
 	}
+	cfg.GeometryLabels = true
+	if _, err := New(cfg, p, eps, nil); err == nil || !strings.Contains(err.Error(), "geometry labels need a policy with target geometry") {
+		t.Errorf("geometry labels without target geometry: %v", err)
+	}
 }

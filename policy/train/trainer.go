@@ -52,6 +52,9 @@ type Config struct {
 	// map cells wide (policy.Learner).
 	KeypointWeight float64 `json:"keypoint_weight,omitempty"`
 	KeypointSigma  float64 `json:"keypoint_sigma,omitempty"`
+	// GeometryLabels trains a policy with target geometry on the labelled
+	// target points' back-projection (policy.Learner.GeometryFromLabels).
+	GeometryLabels bool `json:"geometry_labels,omitempty"`
 }
 
 // DefaultConfig is the small preset's recipe.
@@ -177,6 +180,9 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		}
 		log.Info("keypoint supervision", "weight", cfg.KeypointWeight, "sigma_cells", cfg.KeypointSigma, "labelled_episodes", labelled, "episodes", len(eps))
 	}
+	if cfg.GeometryLabels && (spec.Policy.TargetGeometry == nil || labelled == 0) {
+		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-target preset) and episodes with keypoint labels")
+	}
 	for range cfg.Workers {
 		l := policy.NewLearner(p, cfg.Window, featLen/c)
 		if err := l.SetNoMemory(cfg.NoMemory); err != nil {
@@ -184,6 +190,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		}
 		l.ModeGated, l.LabelSigma = cfg.ModeGated, cfg.LabelSigma
 		l.KeypointWeight, l.KeypointSigma = float32(cfg.KeypointWeight), cfg.KeypointSigma
+		l.GeometryFromLabels = cfg.GeometryLabels
 		tr.learners = append(tr.learners, l)
 	}
 	groups := p.Groups()
