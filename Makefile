@@ -65,12 +65,13 @@ bench: build
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
-# end), the policy node on DEMO_POLICY (a fresh, untrained small policy while
-# that file does not exist) and the simulator node it drives over ROS.
+# end), the policy node on DEMO_POLICY (the committed small-target checkpoint,
+# trained in Go: README, Training; a fresh, untrained small policy when the
+# file does not exist) and the simulator node it drives over ROS.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
-DEMO_POLICY ?= launch/checkpoints/small.safetensors
+DEMO_POLICY ?= launch/checkpoints/small-target/policy.safetensors
 DEMO_RATE ?= 3
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1

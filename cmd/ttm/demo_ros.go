@@ -136,6 +136,7 @@ func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath,
 			// frames that old (its default, 0.5 s, is less than a period
 			// below 2 Hz).
 			"_max_image_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64),
+			"_max_proprio_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64), // it comes with each frame
 			"__name:=ttm_node", "__ns:="+c.ns, "__master:="+uri)
 		if err != nil {
 			return nil, 0, err
