@@ -73,30 +73,7 @@ func TestSimROSDrivenByNode(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := smallPolicy(t) // biased to arm mode: it never terminates, so every episode runs to --max-steps
 	const ns = "/it"
-	args, err := node.ParseArgs("ttm_node", []string{"__ns:=" + ns, "_rate:=2", "_warmup_steps:=20", "_max_image_age:=1.0"},
-		func(k string) (string, bool) {
-			if k == "ROS_MASTER_URI" {
-				return m.URI, true
-			}
-			return "", false
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodeLog lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pn, err := node.Start(ctx, node.Config{Args: args, Policy: ckpt, Threads: 2, PollInterval: 200 * time.Millisecond,
-		Log: hclog.New(&hclog.LoggerOptions{Output: &nodeLog, Level: hclog.Info})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		pn.Close()
-		if t.Failed() {
-			t.Logf("policy node log:\n%s", nodeLog.String())
-		}
-	}()
+	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=20", "_max_image_age:=1.0")
 	rostest.WaitFor(t, 10*time.Second, "the policy node's registration", func() error {
 		if !pn.Status().Connected {
 			return fmt.Errorf("not registered")
@@ -214,30 +191,7 @@ func TestSimROSDrivesProprioPolicy(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "small-proprio")
 	const ns = "/prop"
-	args, err := node.ParseArgs("ttm_node", []string{"__ns:=" + ns, "_rate:=2", "_warmup_steps:=5", "_max_image_age:=1.0", "_max_proprio_age:=1.0"},
-		func(k string) (string, bool) {
-			if k == "ROS_MASTER_URI" {
-				return m.URI, true
-			}
-			return "", false
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nodeLog lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	pn, err := node.Start(ctx, node.Config{Args: args, Policy: ckpt, Threads: 2, PollInterval: 200 * time.Millisecond,
-		Log: hclog.New(&hclog.LoggerOptions{Output: &nodeLog, Level: hclog.Info})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		pn.Close()
-		if t.Failed() {
-			t.Logf("policy node log:\n%s", nodeLog.String())
-		}
-	}()
+	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=5", "_max_image_age:=1.0", "_max_proprio_age:=1.0")
 	done := make(chan int, 1)
 	var stdout, stderr string
 	go func() {
@@ -265,4 +219,33 @@ func TestSimROSDrivesProprioPolicy(t *testing.T) {
 	if st.ProprioIn < 4 || st.ProprioBad != 0 || st.Acted < 4 {
 		t.Errorf("policy node: %d readings in, %d refused, %d actions; want a reading per frame, none refused, an action per step", st.ProprioIn, st.ProprioBad, st.Acted)
 	}
+}
+
+// startTestPolicyNode starts the policy node on ckpt against m with the
+// given ROS arguments; it closes when the test ends, and its log is shown
+// if the test failed.
+func startTestPolicyNode(t *testing.T, m *rostest.Master, ckpt string, rosArgs ...string) *node.Node {
+	t.Helper()
+	args, err := node.ParseArgs("ttm_node", rosArgs, func(k string) (string, bool) {
+		if k == "ROS_MASTER_URI" {
+			return m.URI, true
+		}
+		return "", false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodeLog lockedBuffer
+	pn, err := node.Start(context.Background(), node.Config{Args: args, Policy: ckpt, Threads: 2, PollInterval: 200 * time.Millisecond,
+		Log: hclog.New(&hclog.LoggerOptions{Output: &nodeLog, Level: hclog.Info})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pn.Close()
+		if t.Failed() {
+			t.Logf("policy node log:\n%s", nodeLog.String())
+		}
+	})
+	return pn
 }
