@@ -9,11 +9,24 @@ package sim
 
 // KeypointCount is the number of labelled points: the hand (the palm's
 // centre: the grasp point between the open fingers shows the background),
-// the target.
-const KeypointCount = 2
+// the target (the goal's object, held or not; a drawer's handle) and its
+// destination (move: the other object; put back: its spot; other goals
+// have none, weight 0).
+//
+// A label marks what its frame shows: in a memory task, the target picked
+// out by a cue (a ring, an arrow) only in the frames that show the cue,
+// and put back's spot only in the frames before the object slides away
+// from it. Later frames leave them to the policy's memory (weight 0).
+//
+// The target and the destination are labelled at their footprint: the
+// point of the worktop (TableHeight) under them, which a calibrated
+// camera back-projects exactly to where they stand (policy.Config's
+// TargetGeometry). Their centres would land behind them, by a quarter of
+// the distance for a bottle.
+const KeypointCount = 3
 
 // KeypointNames names the labelled points, in label order.
-var KeypointNames = [KeypointCount]string{"hand", "target"}
+var KeypointNames = [KeypointCount]string{"hand", "target", "destination"}
 
 // keypointValues is the length of one point's label: u, v, weight.
 const keypointValues = 3
@@ -25,15 +38,47 @@ const KeypointLabelLen = keypointValues * KeypointCount
 // KeypointLabels writes the labels of state s seen in an h x w frame into
 // dst (KeypointLabelLen).
 func KeypointLabels(dst []float32, s *State, h, w int) {
-	for i, p := range [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), s.Target()} {
+	g := &s.Goal
+	dest, hasDest := s.destination()
+	points := [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), onWorktop(s.goalPoint()), onWorktop(dest)}
+	shown := [KeypointCount]bool{
+		true,
+		g.Cue == CueNone || s.Step < g.CueSteps,
+		hasDest && (g.Kind != GoalPutBack || s.Step < g.SlideStart),
+	}
+	for i, p := range points {
 		u, v, ok := ImagePoint(s, h, w, p)
 		l := dst[keypointValues*i : keypointValues*(i+1)]
-		if !ok || u < 0 || v < 0 || u >= float64(w) || v >= float64(h) {
+		if !shown[i] || !ok || u < 0 || v < 0 || u >= float64(w) || v >= float64(h) {
 			l[0], l[1], l[2] = 0, 0, 0
 			continue
 		}
 		l[0], l[1], l[2] = float32(u/float64(w)), float32(v/float64(h)), 1
 	}
+}
+
+// onWorktop is the point of the worktop's plane under p: its footprint.
+func onWorktop(p Vec3) Vec3 { return Vec3{p[0], p[1], TableHeight} }
+
+// goalPoint is the goal's object (where it is, held or not), or a drawer
+// goal's handle.
+func (s *State) goalPoint() Vec3 {
+	if g := &s.Goal; g.Kind == GoalDrawer {
+		return s.DrawerHandle(g.Drawer)
+	}
+	return s.Objects[s.Goal.Object].Pos
+}
+
+// destination is where the goal's object goes, for the goals that move it
+// somewhere: move near (the other object) and put back (its spot).
+func (s *State) destination() (Vec3, bool) {
+	switch g := &s.Goal; g.Kind {
+	case GoalMoveNear:
+		return s.Objects[g.Other].Pos, true
+	case GoalPutBack:
+		return g.Spot, true
+	}
+	return Vec3{}, false
 }
 
 // Target is the point the hand has to reach next for the goal: the goal

@@ -26,7 +26,7 @@ Closed loop (default): every run (each checkpoint, each of its ablations, the ex
 N seeded episodes of every task; episode i uses seed S+i. Writes DIR/ledger.json (deterministic),
 DIR/timing.json (latencies), DIR/summary.md, DIR/success_per_family.png, DIR/success_vs_length.png
 and DIR/videos/RUN/TASK-EPISODE.gif for the first K episodes of each task. Checkpoints with a
-keypoint token also get their keypoint error (pixels from the simulator's hand and target points).
+keypoint token also get their keypoint error (pixels from the simulator's hand, target and destination points).
 Every checkpoint is compared with the noise-free expert on the states its rollouts reach (mode,
 arm displacement, gripper); --traces K writes DIR/traces/RUN/TASK-EPISODE.csv, both actions per step.
 Offline (--data DIR): per-step action error (MAE per dimension, bin accuracy) of each checkpoint

@@ -87,7 +87,7 @@ func runTrain(env *environment, args []string) error {
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
-	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand and target image points; needs a head with a keypoint token); 0: none")
+	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
 	keypointSigma := fl.Float64("keypoint-sigma", 1, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
 	if err := parseFlags(fl, args, false); err != nil {

@@ -63,6 +63,9 @@ func TestKeypointError(t *testing.T) {
 	if len(got) != sim.KeypointCount {
 		t.Fatalf("overall keypoint_error %+v, want %d points", got, sim.KeypointCount)
 	}
+	if d := got[2]; d.Point != "destination" || d.Frames != 0 || shown[2] != 0 {
+		t.Errorf("pick and knock have no destination, got %+v over %d shown frames", d, shown[2])
+	}
 	for i, want := range []float64{5, 0} {
 		pe := got[i]
 		if pe.Point != sim.KeypointNames[i] || pe.Frames != shown[i] || pe.Frames == 0 || math.Abs(pe.MeanPx-want) > 1e-3 {
@@ -78,7 +81,7 @@ func TestKeypointError(t *testing.T) {
 		t.Errorf("an agent without keypoints has keypoint errors %+v", q.Overall.KeypointError)
 	}
 	sum := Summary(led, nil)
-	if !strings.Contains(sum, "## Keypoint error") || !strings.Contains(sum, "| **overall** | 5.0 / 0.0 | – |") {
+	if !strings.Contains(sum, "## Keypoint error") || !strings.Contains(sum, "| **overall** | 5.0 / 0.0 / – | – |") {
 		t.Errorf("summary lacks the keypoint table:\n%s", sum)
 	}
 	led.Runs = led.Runs[1:]

@@ -46,14 +46,17 @@ func Summary(l *Ledger, t *Timing) string {
 		return fmt.Sprintf("%.1f / %.1f", *st.MeanStepsToSuccess, *st.MedianStepsToSuccess)
 	})
 	if hasKeypoints(l) {
-		b.WriteString("\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (hand / target), over the frames that showed each; meaningful for checkpoints trained with keypoint supervision.\n\n")
+		fmt.Fprintf(&b, "\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (%s), over the frames that showed each (– where none did); meaningful for checkpoints trained with keypoint supervision.\n\n", strings.Join(sim.KeypointNames[:], " / "))
 		table(&b, l, rows, func(st Stats) string {
 			if len(st.KeypointError) == 0 {
 				return "–"
 			}
 			parts := make([]string, len(st.KeypointError))
 			for i, pe := range st.KeypointError {
-				parts[i] = fmt.Sprintf("%.1f", pe.MeanPx)
+				parts[i] = "–"
+				if pe.Frames > 0 {
+					parts[i] = fmt.Sprintf("%.1f", pe.MeanPx)
+				}
 			}
 			return strings.Join(parts, " / ")
 		})
