@@ -26,8 +26,12 @@
 // wrapped as "<word>", every run of ngram_min..ngram_max runes is hashed
 // with 32-bit FNV-1a over its UTF-8 bytes, and the bucket is hash mod B.
 // A word too short for any n-gram uses the whole "<word>". With B = 0 an
-// unknown word is <unk>. The instruction's vector is the mean over its
-// words, then a Dense layer maps it to Width.
+// unknown word is <unk>. With Config.WordNGrams = n > 1, every run of 2..n
+// consecutive words is one more piece, hashed the same way (FNV-1a of the
+// words joined by spaces after a \x01 mark): fastText's word n-grams, so
+// that word order can tell "move A near B" from "move B near A". The
+// instruction's vector is the mean over its words (and word n-grams), then
+// a Dense layer maps it to Width.
 //
 // # Vocabulary file format (version 1)
 //

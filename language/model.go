@@ -19,6 +19,12 @@ type Config struct {
 	HashBuckets int `json:"hash_buckets"` // sub-word buckets for unknown words; 4096, 0 = all unknown words are <unk>
 	NGramMin    int `json:"ngram_min"`    // shortest character n-gram (runes, with the < > marks); 3
 	NGramMax    int `json:"ngram_max"`    // longest; 5
+	// WordNGrams is the longest run of consecutive words that is one more
+	// piece of the instruction (fastText's word n-grams), hashed into the
+	// buckets: a mean of word vectors does not know their order, and "move
+	// the coke can near the pepsi can" would be the same instruction as
+	// "move the pepsi can near the coke can". 0 or 1: words only.
+	WordNGrams int `json:"word_ngrams,omitempty"`
 }
 
 // DefaultConfig is a 512-wide encoder with 256-wide token vectors and
@@ -31,6 +37,9 @@ func DefaultConfig() Config {
 const (
 	maxWidth   = 1 << 16
 	maxBuckets = 1 << 22
+	// maxWordNGrams bounds Config.WordNGrams: longer runs of words add
+	// pieces without telling instructions apart.
+	maxWordNGrams = 8
 )
 
 // Validate reports the first field that makes c unusable.
@@ -44,6 +53,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("language: hash_buckets %d must be within 0..%d", c.HashBuckets, maxBuckets)
 	case c.HashBuckets > 0 && (c.NGramMin < 1 || c.NGramMax < c.NGramMin || c.NGramMax > 16):
 		return fmt.Errorf("language: n-gram lengths %d..%d (want 1 <= ngram_min <= ngram_max <= 16)", c.NGramMin, c.NGramMax)
+	case c.WordNGrams < 0 || c.WordNGrams > maxWordNGrams || c.WordNGrams > 1 && c.HashBuckets == 0:
+		return fmt.Errorf("language: word_ngrams %d (want 0..%d, and hash buckets for more than 1)", c.WordNGrams, maxWordNGrams)
 	}
 	return nil
 }
@@ -112,6 +123,7 @@ func NewModel(c Config, vocab *Vocab) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	tok.wordNGrams = c.WordNGrams
 	rows := tok.Rows()
 	m := &Model{Config: c, Vocab: vocab, Tokenizer: tok}
 	m.Specs = []ParamSpec{

@@ -188,7 +188,11 @@ func TestParseConfig(t *testing.T) {
 	if c, err := ParseConfig([]byte(`{"hash_buckets": 0}`)); err != nil || c.HashBuckets != 0 {
 		t.Errorf("hash_buckets 0: %+v, %v", c, err)
 	}
-	for _, bad := range []string{`{"widht": 3}`, `{"token_dim": 0}`, `{"ngram_min": 4, "ngram_max": 3}`, `{} {}`, `nope`} {
+	if c, err := ParseConfig([]byte(`{"word_ngrams": 3}`)); err != nil || c.WordNGrams != 3 {
+		t.Errorf("word_ngrams 3: %+v, %v", c, err)
+	}
+	for _, bad := range []string{`{"widht": 3}`, `{"token_dim": 0}`, `{"ngram_min": 4, "ngram_max": 3}`, `{} {}`, `nope`,
+		`{"word_ngrams": -1}`, `{"word_ngrams": 9}`, `{"word_ngrams": 2, "hash_buckets": 0}`} {
 		if _, err := ParseConfig([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

@@ -41,6 +41,7 @@ type Tokenizer struct {
 	buckets        int
 	nMin, nMax     int
 	firstBucketRow int32 // V + 1
+	wordNGrams     int   // Config.WordNGrams
 }
 
 // NewTokenizer returns a tokenizer over vocab with the given hash buckets
@@ -74,7 +75,7 @@ func (t *Tokenizer) Tokenize(text string) (Tokens, error) {
 		return Tokens{}, fmt.Errorf("instruction of %d words exceeds the limit of %d", len(words), MaxWords)
 	}
 	tok := Tokens{Words: words}
-	perWord := 1 / float32(len(words))
+	perWord := 1 / float32(len(words)+t.wordGramCount(len(words)))
 	var grams []int32
 	for _, w := range words {
 		if row, ok := t.vocab.Row(w); ok {
@@ -91,8 +92,29 @@ func (t *Tokenizer) Tokenize(text string) (Tokens, error) {
 			tok.Pieces = append(tok.Pieces, Piece{Row: t.firstBucketRow + b, Weight: wt})
 		}
 	}
+	for n := 2; n <= t.wordNGrams; n++ {
+		for i := 0; i+n <= len(words); i++ {
+			tok.Pieces = append(tok.Pieces, Piece{Row: t.firstBucketRow + t.bucket(wordGram(words[i:i+n])), Weight: perWord})
+		}
+	}
 	return tok, nil
 }
+
+// wordGramCount is the number of word n-grams (2..wordNGrams) of an
+// instruction of n words.
+func (t *Tokenizer) wordGramCount(n int) int {
+	c := 0
+	for k := 2; k <= t.wordNGrams; k++ {
+		c += max(n-k+1, 0)
+	}
+	return c
+}
+
+// wordGram is the string a run of words is hashed as: the words between
+// spaces, after a mark no character n-gram holds (a normalised word has no
+// control characters), so a word n-gram and a character n-gram of the same
+// text do not share a bucket by construction.
+func wordGram(words []string) string { return "\x01" + strings.Join(words, " ") }
 
 // ngramBuckets appends the bucket of each character n-gram of "<word>".
 func (t *Tokenizer) ngramBuckets(dst []int32, word string) []int32 {

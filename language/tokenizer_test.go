@@ -2,6 +2,7 @@ package language
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -172,4 +173,61 @@ func FuzzTokenize(f *testing.F) {
 			t.Fatalf("the normal form tokenizes differently: %v", err)
 		}
 	})
+}
+
+// TestWordNGrams: with word n-grams an instruction is its words and its
+// runs of 2..n words, each hashed (FNV-1a of the marked, space-joined
+// words) into a bucket, all weighted equally and summing to one; the two
+// orders of "move A near B", one instruction as a bag of words, become two.
+func TestWordNGrams(t *testing.T) {
+	vocab := mustVocab(t, "move", "the", "coke", "pepsi", "can", "near")
+	const buckets = 1000
+	embed := func(wordNGrams int, text string) map[int32]float32 {
+		m, err := NewModel(Config{Width: 4, TokenDim: 4, HashBuckets: buckets, NGramMin: 3, NGramMax: 5, WordNGrams: wordNGrams}, vocab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok, err := m.Tokenizer.Tokenize(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := map[int32]float32{}
+		var sum float32
+		for _, p := range tok.Pieces {
+			rows[p.Row] += p.Weight
+			sum += p.Weight
+		}
+		if math.Abs(float64(sum-1)) > 1e-6 {
+			t.Errorf("%q: weights sum to %v", text, sum)
+		}
+		return rows
+	}
+	ab, ba := "move the coke can near the pepsi can", "move the pepsi can near the coke can"
+	if a, b := embed(0, ab), embed(0, ba); !maps.Equal(a, b) {
+		t.Fatalf("without word n-grams the two orders differ: %v, %v", a, b)
+	}
+	a, b := embed(3, ab), embed(3, ba)
+	if maps.Equal(a, b) {
+		t.Fatal("with word 3-grams the two orders are the same instruction")
+	}
+	// 8 words: 8 words, 7 bigrams, 6 trigrams, each 1/21.
+	want := map[int32]float32{}
+	words := strings.Fields(ab)
+	for _, w := range words {
+		row, _ := vocab.Row(w)
+		want[row] += 1.0 / 21
+	}
+	for n := 2; n <= 3; n++ {
+		for i := 0; i+n <= len(words); i++ {
+			want[int32(vocab.Len()+1)+int32(fnv1a("\x01"+strings.Join(words[i:i+n], " "))%buckets)] += 1.0 / 21
+		}
+	}
+	if len(a) != len(want) {
+		t.Fatalf("rows %v, want %v", a, want)
+	}
+	for r, w := range want {
+		if math.Abs(float64(a[r]-w)) > 1e-6 {
+			t.Errorf("row %d weight %v, want %v", r, a[r], w)
+		}
+	}
 }
