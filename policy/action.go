@@ -87,6 +87,22 @@ func RT1() ActionSpace {
 	return s
 }
 
+// RT1ContinuousArm is RT1 with the end-effector displacement x, y, z
+// regressed (Bins 0, a squared-error loss) instead of binned. A binned
+// head decodes its most probable bin, and a demonstration's small
+// corrections (a quarter step sideways while descending) are spread over
+// many bins while "no move" is one bin: argmax snaps them to zero, and the
+// hand stops a few centimetres from where the expert would have put it. A
+// regressed displacement is the demonstrations' conditional mean, and
+// follows the correction.
+func RT1ContinuousArm() ActionSpace {
+	s := RT1()
+	for _, i := range []int{DimWorldX, DimWorldY, DimWorldZ} {
+		s.Dims[i].Bins = 0
+	}
+	return s
+}
+
 // Len is the number of dimensions.
 func (s ActionSpace) Len() int { return len(s.Dims) }
 

@@ -124,3 +124,30 @@ func TestGateMode(t *testing.T) {
 		}
 	}
 }
+
+// TestRT1ContinuousArm: RT1 with the arm's x, y, z regressed: valid, the
+// same names and ranges, only those three without bins; a regressed value
+// decodes as itself, clamped to its range.
+func TestRT1ContinuousArm(t *testing.T) {
+	c, b := RT1ContinuousArm(), RT1()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range c.Dims {
+		want := b.Dims[i]
+		if i == DimWorldX || i == DimWorldY || i == DimWorldZ {
+			want.Bins = 0
+		}
+		if d.Name != want.Name || d.Low != want.Low || d.High != want.High || d.Bins != want.Bins || d.Stop != want.Stop {
+			t.Errorf("dimension %d: %+v, want %+v", i, d, want)
+		}
+	}
+	if err := c.Compare(b); err == nil {
+		t.Error("a binned and a regressed arm compare equal")
+	}
+	for _, tc := range []struct{ in, want float32 }{{0.23, 0.23}, {-0.07, -0.07}, {1.7, 1}, {-3, -1}} {
+		if got := c.Dims[DimWorldY].Clamp(tc.in); got != tc.want {
+			t.Errorf("Clamp(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -64,19 +65,44 @@ type Config struct {
 	// The values are inputs, not trained through: the keypoint supervision
 	// trains the keypoint.
 	TargetGeometry *vision.CameraGeometry `json:"target_geometry,omitempty"`
+	// GeometryPoints is how many keypoint channels, from the second on,
+	// TargetGeometry back-projects (TargetGeometryLen values each): 0 or
+	// 1 the target; 2 the target and its destination (sim.KeypointNames).
+	GeometryPoints int `json:"geometry_points,omitempty"`
+	// GeometryRelative, when positive, adds to each geometry point where
+	// it lies from the hand (Proprio's hand_x and hand_y), divided by this
+	// length in metres (zeros when its ray misses). The network reads a
+	// centimetre's correction off values of order one instead of as the
+	// difference of two inputs of order one metre.
+	GeometryRelative float64 `json:"geometry_relative,omitempty"`
 }
 
-// TargetGeometryLen is the number of values TargetGeometry adds.
+// TargetGeometryLen is the number of values TargetGeometry adds per point.
 const TargetGeometryLen = 3
+
+// geometryPointLen is the number of values of one geometry point.
+func (c Config) geometryPointLen() int {
+	if c.GeometryRelative > 0 {
+		return TargetGeometryLen + 2
+	}
+	return TargetGeometryLen
+}
+
+// geometryPoints is the number of keypoints TargetGeometry back-projects.
+func (c Config) geometryPoints() int {
+	switch {
+	case c.TargetGeometry == nil:
+		return 0
+	case c.GeometryPoints == 0:
+		return 1
+	}
+	return c.GeometryPoints
+}
 
 // proprioInputs is the width of the proprioception token's input: the
 // robot's values and the target geometry's.
 func (c Config) proprioInputs() int {
-	n := len(c.Proprio)
-	if c.TargetGeometry != nil {
-		n += TargetGeometryLen
-	}
-	return n
+	return len(c.Proprio) + c.geometryPointLen()*c.geometryPoints()
 }
 
 // ArmProprio is the proprioception layout of the arm: the end-effector's
@@ -103,6 +129,13 @@ func (c Config) validateProprio() error {
 			return fmt.Errorf("policy: proprioception value %q named twice", n)
 		}
 		seen[n] = true
+	}
+	if c.GeometryPoints < 0 || c.GeometryPoints > 0 && c.TargetGeometry == nil {
+		return fmt.Errorf("policy: %d geometry points, want 0, or a positive number with a target geometry", c.GeometryPoints)
+	}
+	if r := c.GeometryRelative; r < 0 || math.IsInf(r, 0) || math.IsNaN(r) ||
+		r > 0 && (c.TargetGeometry == nil || !slices.Contains(c.Proprio, "hand_x") || !slices.Contains(c.Proprio, "hand_y")) {
+		return fmt.Errorf("policy: geometry relative to the hand by %v m: want 0, or a positive length with a target geometry and the hand_x and hand_y proprioception", r)
 	}
 	if g := c.TargetGeometry; g != nil {
 		if err := g.Validate(); err != nil {
@@ -178,8 +211,8 @@ func (s Spec) Validate() error {
 	case h.EmbeddingDim != s.Language.Width:
 		return fmt.Errorf("policy: FiLM takes %d-wide instruction embeddings, the language model makes %d", h.EmbeddingDim, s.Language.Width)
 	}
-	if s.Policy.TargetGeometry != nil && (!h.Keypoints || h.Dim < 2) {
-		return errors.New("policy: target geometry back-projects the keypoint token's second channel: it needs a vision head with keypoints")
+	if n := s.Policy.geometryPoints(); n > 0 && (!h.Keypoints || h.Dim < 1+n) {
+		return fmt.Errorf("policy: target geometry back-projects keypoint channels 1 to %d: it needs a vision head with that many keypoints", n)
 	}
 	np := s.Policy.proprioTokens()
 	if n := s.Vision.History*h.Tokens + s.Policy.ActionSpace.Len() + np + s.Policy.Padding; n != s.TTM.InputTokens {
@@ -234,7 +267,7 @@ func Presets() map[string]Spec {
 	// of MBConv block 5 (40 channels, 16x20) with 2x2 colour patches per
 	// cell, a 3x3 hidden stage of 32 channels with FiLM, and a keypoint
 	// token whose first channels `ttm train --keypoint-weight` supervises
-	// with the simulator's hand and target points.
+	// with the simulator's hand, target and destination points.
 	kpVision := smallVision
 	kpVision.Backbone.Layer = SmallKeypointsFeatureLayer
 	kpVision.Patches = 2
@@ -247,10 +280,15 @@ func Presets() map[string]Spec {
 	// (ArmProprio) as a 17th input token.
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
-	// small-target: small-proprio whose token also holds the target's
-	// position on the counter from its keypoint and the simulator's
-	// headcam calibration (sim/robot.go; sim tests check these numbers).
-	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.85}
+	// small-target: small-proprio whose token also holds where the target
+	// and its destination stand on the counter, from its keypoints and the
+	// simulator's headcam calibration (sim/robot.go; sim tests check these
+	// numbers).
+	// The surface is the worktop (sim.TableHeight), where the target
+	// labels mark what they name (its footprint: see sim.KeypointLabels);
+	// positions relative to the hand are in the arm action's unit
+	// (sim.ArmScale, 5 cm).
+	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
 	return map[string]Spec{
 		"robot": {
@@ -281,7 +319,7 @@ func Presets() map[string]Spec {
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-target": {
-			Policy: Config{Preset: "small-target", ActionSpace: RT1(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam},
+			Policy: Config{Preset: "small-target", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},

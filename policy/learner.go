@@ -184,8 +184,9 @@ type Learner struct {
 	KeypointWeight float32
 	KeypointSigma  float64
 	// GeometryFromLabels, for a policy with TargetGeometry, back-projects
-	// the step's labelled target point (StepData.Keypoints' second point)
-	// instead of the policy's own keypoint wherever the label shows it:
+	// the step's labelled points (the target, and the destination with
+	// two GeometryPoints: StepData.Keypoints' second and third points)
+	// instead of the policy's own keypoints wherever the labels show them:
 	// the policy learns to trust the geometry while its keypoint is still
 	// learning, and acts on its own keypoint at inference.
 	GeometryFromLabels bool
@@ -349,11 +350,16 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		if p.head.nProp > 0 {
 			copy(l.props[t], s.Proprio)
 			if g := p.spec.Policy.TargetGeometry; g != nil {
-				if kl := s.Keypoints; l.GeometryFromLabels && len(kl) >= 2*vision.KeypointLabelLen && kl[vision.KeypointLabelLen+2] > 0 {
-					labelledGeometry(l.props[t][nq:], g, kl[vision.KeypointLabelLen], kl[vision.KeypointLabelLen+1])
-				} else {
-					targetGeometry(l.props[t][nq:], g, l.acts[t].KP)
+				pc := &p.spec.Policy
+				for i := range pc.geometryPoints() {
+					dst, c := l.props[t][nq+i*pc.geometryPointLen():], 1+i
+					if kl := s.Keypoints; l.GeometryFromLabels && len(kl) >= (c+1)*vision.KeypointLabelLen && kl[c*vision.KeypointLabelLen+2] > 0 {
+						labelledGeometry(dst, g, kl[c*vision.KeypointLabelLen], kl[c*vision.KeypointLabelLen+1])
+					} else {
+						targetGeometry(dst, g, l.acts[t].KP, c)
+					}
 				}
+				pc.relativeGeometry(l.props[t][nq:], s.Proprio)
 			}
 			p.head.proprioToken(in[end:end+d], l.props[t])
 			end += d

@@ -132,7 +132,7 @@ func TestLearnerGradients(t *testing.T) {
 		// the keypoint supervision in the loss.
 		supervised bool
 		proprio    bool // a proprioception token
-	}{{"proprio", 2, false, true, false, "", false, true},
+	}{{"proprio-continuous-arm", 2, false, true, false, "", false, true},
 		{"history1", 1, false, false, false, "", false, false}, {"history2", 2, false, false, false, "", false, false}, {"no-memory", 2, true, false, false, "", false, false},
 		{"blind-actions", 1, false, true, false, "", false, false}, {"smoothed-gated-loss", 1, false, false, true, "", false, false},
 		{"hidden-supervised-keypoints", 2, false, false, false, "", true, false},
@@ -148,8 +148,8 @@ func TestLearnerGradients(t *testing.T) {
 					s.Policy.Padding = 0
 				}
 			}
-			if tc.proprio {
-				edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
+			if tc.proprio { // with the regressed arm of small-target
+				edit = func(s *Spec) { s.Policy.Proprio, s.Policy.ActionSpace = ArmProprio, RT1ContinuousArm() }
 			}
 			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
 			const T, n = 3, 5
@@ -297,7 +297,7 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry bool) {
 	}
 	if geometry {
 		edit = func(s *Spec) {
-			s.Policy.Proprio, s.Policy.TargetGeometry = ArmProprio, &testGeometry
+			s.Policy.Proprio, s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = ArmProprio, &testGeometry, 2, 0.05
 			h := &s.Vision.Head
 			h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 			s.Policy.Padding = 0
@@ -502,33 +502,58 @@ func TestSmoothCrossEntropy(t *testing.T) {
 }
 
 // TestLearnerGeometryFromLabels: with GeometryFromLabels the proprioception
-// token reads the labelled target point's back-projection where the label
-// shows the target, and the policy's own keypoint's where it does not.
+// token reads each labelled point's back-projection (the target, the
+// destination) where its label shows it, and the policy's own keypoint's
+// where it does not; then, with GeometryRelative, where that lies from the
+// hand.
 func TestLearnerGeometryFromLabels(t *testing.T) {
 	p := learnerPolicyWith(t, "", 1, true, func(s *Spec) {
-		s.Policy.Proprio, s.Policy.TargetGeometry = ArmProprio, &testGeometry
+		s.Policy.Proprio, s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = ArmProprio, &testGeometry, 2, 0.1
 		h := &s.Vision.Head
 		h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 		s.Policy.Padding = 0
 	})
 	steps := learnerSteps(p, 2, 5, 3)
-	steps[0].Keypoints = []float32{0.2, 0.5, 1, 0.6, 0.9, 1} // the target in view
-	steps[1].Keypoints = []float32{0.2, 0.5, 1, 0, 0, 0}     // out of view
+	steps[0].Keypoints = []float32{0.2, 0.5, 1, 0.6, 0.9, 1, 0, 0, 0} // the target in view, no destination
+	steps[1].Keypoints = []float32{0.2, 0.5, 1, 0, 0, 0, 0.3, 0.8, 1} // the target out of view, the destination in
 	tok, _ := p.Tokenize("pick the can")
 	l := NewLearner(p, 2, 5)
 	l.GeometryFromLabels = true
 	if _, err := l.Window(p.NewState(), tok, steps, 1); err != nil {
 		t.Fatal(err)
 	}
-	x, y, ok := testGeometry.Backproject(0.6, 0.9)
-	if !ok || !slices.Equal(l.props[0][4:], []float32{x, y, 1}) {
-		t.Errorf("step 0 geometry %v, want the label's (%v, %v, 1)", l.props[0][4:], x, y)
+	fromLabel := func(u, v float32) []float32 {
+		x, y, ok := testGeometry.Backproject(u, v)
+		if !ok {
+			t.Fatalf("label (%v, %v) misses the surface", u, v)
+		}
+		return []float32{x, y, 1}
 	}
-	u, v := l.acts[1].KP.Point(1)
-	want := make([]float32, 3)
-	labelledGeometry(want, &testGeometry, u, v)
-	if !slices.Equal(l.props[1][4:], want) {
-		t.Errorf("step 1 geometry %v, want the policy's keypoint's %v", l.props[1][4:], want)
+	own := func(step, c int) []float32 {
+		u, v := l.acts[step].KP.Point(c)
+		g := make([]float32, 3)
+		labelledGeometry(g, &testGeometry, u, v)
+		return g
+	}
+	for _, tc := range []struct {
+		step, c int
+		want    []float32
+	}{
+		{0, 1, fromLabel(0.6, 0.9)}, {0, 2, own(0, 2)},
+		{1, 1, own(1, 1)}, {1, 2, fromLabel(0.3, 0.8)},
+	} {
+		at := 4 + 5*(tc.c-1)
+		got := l.props[tc.step][at : at+5]
+		if !slices.Equal(got[:3], tc.want) {
+			t.Errorf("step %d point %d geometry %v, want %v", tc.step, tc.c, got[:3], tc.want)
+		}
+		hand := steps[tc.step].Proprio
+		if rx, ry := (got[0]-hand[0])*10, (got[1]-hand[1])*10; got[3] != rx || got[4] != ry {
+			t.Errorf("step %d point %d from the hand (%v, %v), want (%v, %v) decimetres", tc.step, tc.c, got[3], got[4], rx, ry)
+		}
+	}
+	if slices.Equal(own(0, 1), fromLabel(0.6, 0.9)) || slices.Equal(own(1, 2), fromLabel(0.3, 0.8)) {
+		t.Fatal("the policy's keypoints coincide with the labels: the test cannot tell them apart")
 	}
 	if !slices.Equal(l.props[0][:4], steps[0].Proprio) {
 		t.Errorf("robot values %v, want %v", l.props[0][:4], steps[0].Proprio)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/ttmrobot/ttm/language"
@@ -328,25 +329,49 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 
 // proprioInput returns the proprioception token's input for the robot's
 // reading q and the frame's keypoints kp: q, then with TargetGeometry
-// the target's position on the work surface; nil for a policy without
-// the token.
+// where the target (and its destination) stand on the work surface; nil
+// for a policy without the token.
 func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs) []float32 {
 	if len(p.proprio) == 0 {
 		return nil
 	}
 	copy(p.proprio, q)
 	if g := p.spec.Policy.TargetGeometry; g != nil {
-		targetGeometry(p.proprio[len(q):], g, kp)
+		c := &p.spec.Policy
+		for i := range c.geometryPoints() {
+			targetGeometry(p.proprio[len(q)+i*c.geometryPointLen():], g, kp, 1+i)
+		}
+		c.relativeGeometry(p.proprio[len(q):], q)
 	}
 	return p.proprio
 }
 
-// targetGeometry writes the target's position on the work surface, from
-// keypoint channel 1 of kp, into dst (TargetGeometryLen): x, y, 1; or
-// zeros when its ray misses the surface.
-func targetGeometry(dst []float32, g *vision.CameraGeometry, kp *vision.KeypointActs) {
-	u, v := kp.Point(1)
+// targetGeometry writes where keypoint channel c of kp lies on the work
+// surface into dst (TargetGeometryLen): x, y, 1; or zeros when its ray
+// misses the surface.
+func targetGeometry(dst []float32, g *vision.CameraGeometry, kp *vision.KeypointActs, c int) {
+	u, v := kp.Point(c)
 	labelledGeometry(dst, g, u, v)
+}
+
+// relativeGeometry fills in, with GeometryRelative, each geometry point's
+// position relative to the hand of reading q, in dst (the geometry's
+// values, their absolute positions written).
+func (c *Config) relativeGeometry(dst, q []float32) {
+	if c.GeometryRelative <= 0 {
+		return
+	}
+	hx, hy := q[slices.Index(c.Proprio, "hand_x")], q[slices.Index(c.Proprio, "hand_y")]
+	scale := float32(1 / c.GeometryRelative)
+	n := c.geometryPointLen()
+	for i := range c.geometryPoints() {
+		pt := dst[i*n : (i+1)*n]
+		if pt[2] == 0 { // the ray missed
+			pt[3], pt[4] = 0, 0
+			continue
+		}
+		pt[3], pt[4] = (pt[0]-hx)*scale, (pt[1]-hy)*scale
+	}
 }
 
 // labelledGeometry is targetGeometry for image point (u, v).

@@ -369,9 +369,10 @@ func TestProprio(t *testing.T) {
 }
 
 // TestTargetGeometry: a small-target policy's proprioception token reads
-// the robot's values and then where its own target keypoint lies on the
-// counter (its camera calibration's back-projection), and a preset that
-// asks for it without a keypoint token is refused.
+// the robot's values and then where its own target and destination
+// keypoints lie on the counter (its camera calibration's back-projection),
+// and specs that ask for more points than the keypoint token has are
+// refused.
 func TestTargetGeometry(t *testing.T) {
 	spec, err := Preset("small-target")
 	if err != nil {
@@ -390,17 +391,38 @@ func TestTargetGeometry(t *testing.T) {
 	if err := p.Step(&Observation{Frame: frame(5), Instruction: "pick the apple", Proprio: q}, p.NewState(), make([]float32, 11)); err != nil {
 		t.Fatal(err)
 	}
-	u, v, _ := p.Keypoint(1)
-	x, y, ok := p.Spec().Policy.TargetGeometry.Backproject(u, v)
-	want := append(slices.Clone(q), x, y, 0)
-	if ok {
-		want[6] = 1
+	want := slices.Clone(q)
+	for c := 1; c <= 2; c++ { // the target, its destination
+		u, v, _ := p.Keypoint(c)
+		x, y, ok := p.Spec().Policy.TargetGeometry.Backproject(u, v)
+		if ok { // and from the hand, in units of 5 cm
+			want = append(want, x, y, 1, (x-q[0])/0.05, (y-q[1])/0.05)
+		} else {
+			want = append(want, 0, 0, 0, 0, 0)
+		}
 	}
-	if !slices.Equal(p.proprio, want) {
-		t.Errorf("proprioception token input %v, want %v (keypoint %v, %v)", p.proprio, want, u, v)
+	for i := range want {
+		if math.Abs(float64(p.proprio[i]-want[i])) > 1e-5*max(1, math.Abs(float64(want[i]))) {
+			t.Fatalf("proprioception token input %v, want %v", p.proprio, want)
+		}
 	}
-	spec.Vision.Head.Keypoints, spec.Vision.Head.KeypointWindow = false, 0
-	if err := spec.Validate(); err == nil || !strings.Contains(err.Error(), "needs a vision head with keypoints") {
-		t.Errorf("target geometry without keypoints: %v", err)
+	for _, tc := range []struct {
+		name string
+		edit func(*Spec)
+		want string
+	}{
+		{"no keypoints", func(s *Spec) { s.Vision.Head.Keypoints, s.Vision.Head.KeypointWindow = false, 0 }, "needs a vision head with that many keypoints"},
+		{"more points than channels", func(s *Spec) { s.Policy.GeometryPoints = s.Vision.Head.Dim }, "needs a vision head with that many keypoints"},
+		{"negative points", func(s *Spec) { s.Policy.GeometryPoints = -1 }, "geometry points"},
+		{"points without geometry", func(s *Spec) { s.Policy.TargetGeometry, s.Policy.GeometryRelative = nil, 0 }, "geometry points"},
+		{"relative without a hand", func(s *Spec) { s.Policy.Proprio = []string{"gripper"} }, "relative to the hand"},
+		{"relative by NaN", func(s *Spec) { s.Policy.GeometryRelative = math.NaN() }, "relative to the hand"},
+	} {
+		bad := spec
+		bad.Policy.Proprio = slices.Clone(spec.Policy.Proprio)
+		tc.edit(&bad)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
 	}
 }
