@@ -475,12 +475,15 @@ func TestStepIsDeterministicAndAllocationFree(t *testing.T) {
 	nn.SetParallelism(1)
 }
 
+// TestParallelismDoesNotChangeResults: a team of two gives the bits of one
+// goroutine where the BLAS computes a product's rows the same in parts
+// (nn.RowSplitExact); elsewhere the same values to rounding.
 func TestParallelismDoesNotChangeResults(t *testing.T) {
 	c, _ := Preset("robot")
 	m := newTestModel(t, c, 8)
 	r := rand.New(rand.NewPCG(8, 8))
 	input := randFloats(r, c.InputTokens*c.Dim, 1)
-	var hashes []uint64
+	var results [][]float32 // memory then output, per parallelism
 	for _, par := range []int{1, 2} {
 		nn.SetParallelism(par)
 		mc, mem := NewMachine(m), NewMemory(c)
@@ -488,11 +491,23 @@ func TestParallelismDoesNotChangeResults(t *testing.T) {
 		for i := 0; i < 3; i++ {
 			mc.Step(mem, input, out)
 		}
-		hashes = append(hashes, mem.Hash()^HashFloats(out))
+		results = append(results, append(slices.Clone(mem.Tokens), out...))
 	}
 	nn.SetParallelism(1)
-	if hashes[0] != hashes[1] {
-		t.Error("one and two goroutines give different bits")
+	one, two := results[0], results[1]
+	if nn.RowSplitExact() {
+		if !slices.Equal(one, two) {
+			t.Error("one and two goroutines give different bits")
+		}
+		return
+	}
+	t.Log("this BLAS computes a product's rows differently in parts: comparing to rounding")
+	worst := 0.0
+	for i := range one {
+		worst = max(worst, math.Abs(float64(one[i]-two[i]))/max(1, math.Abs(float64(one[i]))))
+	}
+	if worst > 1e-4 {
+		t.Errorf("one and two goroutines differ by %g (relative)", worst)
 	}
 }
 

@@ -1,6 +1,9 @@
 package nn
 
 import (
+	"slices"
+	"sync"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas32"
 )
@@ -56,3 +59,35 @@ func MatMulBackward(dIn, dW, dOut, in, w []float32, n, c, k int) {
 		Gemm(true, false, c, k, n, 1, in, c, dOut, k, 1, dW, k)
 	}
 }
+
+// RowSplitExact reports whether the BLAS gives a product's rows the same
+// bits when the product is computed in two parts of rows, as ParallelFor
+// computes the TTM's summaries with a team. gonum's kernels and OpenBLAS's
+// SkylakeX kernels do; OpenBLAS 0.3.21's Haswell kernels, which it also
+// picks for AVX-512 CPUs it does not know (AMD Zen 4), change the
+// summation order with the number of rows. Then results with a team agree
+// with those without one to rounding, not to the bit; with a fixed
+// parallelism they are still reproducible.
+func RowSplitExact() bool {
+	rowSplitOnce.Do(func() {
+		const n, c, k, cut = 40, 96, 80, 16
+		in, w := make([]float32, n*c), make([]float32, c*k)
+		for i := range in {
+			in[i] = float32(i%13) - 6.3
+		}
+		for i := range w {
+			w[i] = float32(i%7)*0.37 - 1.1
+		}
+		whole, parts := make([]float32, n*k), make([]float32, n*k)
+		MatMul(whole, in, w, n, c, k, false)
+		MatMul(parts[:cut*k], in[:cut*c], w, cut, c, k, false)
+		MatMul(parts[cut*k:], in[cut*c:], w, n-cut, c, k, false)
+		rowSplitExact = slices.Equal(whole, parts)
+	})
+	return rowSplitExact
+}
+
+var (
+	rowSplitOnce  sync.Once
+	rowSplitExact bool
+)
