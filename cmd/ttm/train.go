@@ -89,6 +89,7 @@ func runTrain(env *environment, args []string) error {
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
 	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
 	keypointSigma := fl.Float64("keypoint-sigma", 1, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
+	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
@@ -116,7 +117,7 @@ func runTrain(env *environment, args []string) error {
 	cfg := def // the loss shaping (mode gating, label smoothing) as the recipe has it
 	cfg.Steps, cfg.Batch, cfg.Window, cfg.LR, cfg.Warmup = *steps, *batch, *window, *lr, *warmup
 	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
-	cfg.KeypointWeight, cfg.KeypointSigma = *keypointWeight, *keypointSigma
+	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
 	cfg.GeometryLabels = *geometryLabels
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -126,6 +126,7 @@ func TestTrainUsageErrors(t *testing.T) {
 		{"train", "--data", "d", "--out", "x.safetensors", "--batch", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--window", "100"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "1", "--keypoint-sigma", "0"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--label-sigma", "-1"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
