@@ -16,9 +16,9 @@ import (
 )
 
 // RecordTopics are the topics Record takes by default: what an episode bag
-// holds (the camera, raw and compressed, the instruction, and the node's
-// action and episode_done).
-var RecordTopics = []string{TopicImage, TopicCompressed, TopicInstruction, TopicAction, TopicEpisodeDone}
+// holds (the camera, raw and compressed, the robot's proprioception, the
+// instruction, and the node's action and episode_done).
+var RecordTopics = []string{TopicImage, TopicCompressed, TopicProprio, TopicInstruction, TopicAction, TopicEpisodeDone}
 
 // RecordConfig configures Record.
 type RecordConfig struct {
@@ -133,14 +133,8 @@ func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 				}
 			case TopicInstruction:
 				cb = func(m *std_msgs.String) { put(name, &rosbag.String{Data: m.Data}) }
-			case TopicAction:
-				cb = func(m *std_msgs.Float32MultiArray) {
-					a := &rosbag.Float32MultiArray{Layout: rosbag.MultiArrayLayout{DataOffset: m.Layout.DataOffset}, Data: m.Data}
-					for _, d := range m.Layout.Dim {
-						a.Layout.Dim = append(a.Layout.Dim, rosbag.MultiArrayDimension{Label: d.Label, Size: d.Size, Stride: d.Stride})
-					}
-					put(name, a)
-				}
+			case TopicAction, TopicProprio:
+				cb = func(m *std_msgs.Float32MultiArray) { put(name, bagArray(m)) }
 			case TopicEpisodeDone:
 				cb = func(m *std_msgs.Bool) { put(name, &rosbag.Bool{Data: m.Data}) }
 			}
@@ -225,6 +219,16 @@ loop:
 	}
 	conf.Log.Info("recorded", "out", conf.Out, "messages", fmt.Sprint(stats.Messages), "dropped", stats.Dropped)
 	return stats, nil
+}
+
+// bagArray converts a goroslib Float32MultiArray, its layout (labels)
+// included.
+func bagArray(m *std_msgs.Float32MultiArray) *rosbag.Float32MultiArray {
+	a := &rosbag.Float32MultiArray{Layout: rosbag.MultiArrayLayout{DataOffset: m.Layout.DataOffset}, Data: m.Data}
+	for _, d := range m.Layout.Dim {
+		a.Layout.Dim = append(a.Layout.Dim, rosbag.MultiArrayDimension{Label: d.Label, Size: d.Size, Stride: d.Stride})
+	}
+	return a
 }
 
 // bagHeader converts a goroslib header; stamps out of ROS range become zero.

@@ -46,6 +46,11 @@ func TestRecordReplayRejectConfig(t *testing.T) {
 		{"no instruction", ReplayConfig{Args: args, Frames: []ReplayFrame{frame}}, "an instruction"},
 		{"bad frame", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{frame, {Height: 2, Width: 2, RGB: make([]byte, 11)}}}, "frame 1: 11 bytes for 2x2"},
 		{"speed", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{frame}, Speed: -1}, "speed -1"},
+		{"empty proprio", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{{Height: 2, Width: 2, RGB: make([]byte, 12), Proprio: []float32{}}}},
+			"frame 0: proprioception of 0 values"},
+		{"proprio length", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{frame,
+			{Height: 2, Width: 2, RGB: make([]byte, 12), Proprio: make([]float32, 4)}, {Height: 2, Width: 2, RGB: make([]byte, 12), Proprio: make([]float32, 3)}}},
+			"frame 2: proprioception of 3 values, the frames before had 4"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Replay(ctx, tc.conf); err == nil || !strings.Contains(err.Error(), tc.want) {

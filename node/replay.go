@@ -20,6 +20,9 @@ type ReplayFrame struct {
 	At            time.Duration
 	Height, Width int
 	RGB           []byte // (Height, Width, 3) rgb8
+	// Proprio is the robot's proprioception when the frame was taken,
+	// published on TopicProprio just before the frame; nil: none.
+	Proprio []float32
 }
 
 // ReplayConfig configures Replay.
@@ -29,6 +32,10 @@ type ReplayConfig struct {
 	Args        *Args
 	Instruction string
 	Frames      []ReplayFrame
+	// ProprioLabel labels the frames' proprioception (layout.dim[0].label,
+	// as recorded: "hand_x;hand_y;hand_z;gripper" for policy.ArmProprio);
+	// "" sends it unlabelled.
+	ProprioLabel string
 	// Speed multiplies the recorded rate; it defaults to 1.
 	Speed float64
 	// Wait is how long to wait for a subscriber on the image topic before
@@ -49,9 +56,11 @@ type ReplayStats struct {
 // an rgb8 sensor_msgs/Image on TopicImage at its time, stamped with the
 // wall clock when it is sent, so the node's max_image_age accepts it (for
 // a node on /use_sim_time, play the bag with `rosbag play --clock`
-// instead). It waits up to conf.Wait for the node to subscribe to the
-// image topic, and counts the actions the node publishes on TopicAction
-// meanwhile.
+// instead). A frame's proprioception, if any, goes out on TopicProprio
+// (latched, as `ttm sim --ros` sends it) just before the frame, so a
+// policy that reads it has the reading when the frame arrives. It waits
+// up to conf.Wait for the node to subscribe to the image topic, and counts
+// the actions the node publishes on TopicAction meanwhile.
 func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	var stats ReplayStats
 	if conf.Args == nil || len(conf.Frames) == 0 || conf.Instruction == "" {
@@ -69,13 +78,21 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	if conf.Log == nil {
 		conf.Log = hclog.NewNullLogger()
 	}
+	proprioLen := 0
 	for i, f := range conf.Frames {
 		if f.Height <= 0 || f.Width <= 0 || len(f.RGB) != 3*f.Height*f.Width {
 			return stats, fmt.Errorf("node: replay: frame %d: %d bytes for %dx%d rgb8", i, len(f.RGB), f.Height, f.Width)
 		}
+		switch {
+		case f.Proprio == nil:
+		case len(f.Proprio) == 0 || (proprioLen > 0 && len(f.Proprio) != proprioLen):
+			return stats, fmt.Errorf("node: replay: frame %d: proprioception of %d values, the frames before had %d", i, len(f.Proprio), proprioLen)
+		default:
+			proprioLen = len(f.Proprio)
+		}
 	}
 	names := map[string]string{}
-	for _, t := range []string{TopicImage, TopicInstruction, TopicAction} {
+	for _, t := range []string{TopicImage, TopicProprio, TopicInstruction, TopicAction} {
 		r, err := conf.Args.Resolve(t)
 		if err != nil {
 			return stats, fmt.Errorf("node: replay: resolve %s: %w", t, err)
@@ -84,13 +101,13 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	}
 
 	var (
-		mu          sync.Mutex // mu guards img, instr, node
-		img, instr  *goroslib.Publisher
-		node        *goroslib.Node
-		actions     atomic.Int64
-		sub         *goroslib.Subscriber
-		connected   = make(chan struct{})
-		connectOnce sync.Once
+		mu                  sync.Mutex // mu guards img, proprio, instr, node
+		img, proprio, instr *goroslib.Publisher
+		node                *goroslib.Node
+		actions             atomic.Int64
+		sub                 *goroslib.Subscriber
+		connected           = make(chan struct{})
+		connectOnce         sync.Once
 	)
 	setup := func(n *goroslib.Node) error {
 		var err error
@@ -98,6 +115,11 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		defer mu.Unlock()
 		if img, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: names[TopicImage], Msg: &sensor_msgs.Image{}}); err != nil {
 			return err
+		}
+		if proprioLen > 0 {
+			if proprio, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: names[TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true}); err != nil {
+				return err
+			}
 		}
 		if instr, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: names[TopicInstruction], Msg: &std_msgs.String{}, Latch: true}); err != nil {
 			return err
@@ -114,7 +136,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	teardown := func() {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, p := range []*goroslib.Publisher{img, instr} {
+		for _, p := range []*goroslib.Publisher{img, proprio, instr} {
 			if p != nil {
 				p.Close()
 			}
@@ -122,7 +144,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		if sub != nil {
 			sub.Close()
 		}
-		img, instr, sub, node = nil, nil, nil, nil
+		img, proprio, instr, sub, node = nil, nil, nil, nil, nil
 	}
 	sup, err := NewSupervisor(ctx, SupervisorConf{Args: conf.Args, Setup: setup, Teardown: teardown, Logger: conf.Log.Named("supervisor")})
 	if err != nil {
@@ -160,7 +182,9 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // let the subscriber's connection and the latched instruction arrive, as rosbag play does
-	conf.Log.Info("replaying", "frames", len(conf.Frames), "image", names[TopicImage], "instruction", conf.Instruction, "speed", conf.Speed)
+	conf.Log.Info("replaying", "frames", len(conf.Frames), "image", names[TopicImage], "instruction", conf.Instruction, "speed", conf.Speed,
+		"proprio_values", proprioLen)
+	proprioLayout := std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: conf.ProprioLabel, Size: uint32(proprioLen), Stride: uint32(proprioLen)}}}
 
 	start := time.Now()
 	before := actions.Load()
@@ -183,6 +207,9 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		}
 		mu.Lock()
 		if img != nil {
+			if proprio != nil && f.Proprio != nil {
+				proprio.Write(&std_msgs.Float32MultiArray{Layout: proprioLayout, Data: f.Proprio})
+			}
 			img.Write(&sensor_msgs.Image{Header: std_msgs.Header{Seq: uint32(i), Stamp: time.Now(), FrameId: "headcam"},
 				Height: uint32(f.Height), Width: uint32(f.Width), Encoding: "rgb8", Step: uint32(3 * f.Width), Data: f.RGB})
 			stats.Frames++

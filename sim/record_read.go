@@ -48,6 +48,11 @@ type RecordedEpisode struct {
 	// Unpaired counts actions recorded before any frame, which are
 	// dropped.
 	Unpaired int
+	// ProprioLabel is the label of the first proprioception message's
+	// layout (layout.dim[0].label: "hand_x;hand_y;hand_z;gripper" in the
+	// simulator's bags), "" when it has none or the bag has no
+	// proprioception; a replay republishes it with the readings.
+	ProprioLabel string
 }
 
 // CompressedDecoder decodes a sensor_msgs/CompressedImage into rgb8 pixels,
@@ -202,6 +207,9 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			}
 			if len(arr.Data) == 0 || !finite(arr.Data) || (proprio != nil && len(arr.Data) != len(proprio)) {
 				return nil, fmt.Errorf("proprioception at %v: %d values (the previous had %d), want a constant positive number, all finite", recTime.Format(time.RFC3339Nano), len(arr.Data), len(proprio))
+			}
+			if proprio == nil && len(arr.Layout.Dim) > 0 {
+				ep.ProprioLabel = arr.Layout.Dim[0].Label
 			}
 			proprio = slices.Clone(arr.Data)
 			if frame != nil {

@@ -119,6 +119,9 @@ func TestRecordEpisodeRoundTrip(t *testing.T) {
 			if !ep.HasInfo || !ep.Done || ep.Unpaired != 0 || len(ep.Steps) != res.Steps {
 				t.Fatalf("read: info %v done %v unpaired %d, %d steps of %d", ep.HasInfo, ep.Done, ep.Unpaired, len(ep.Steps), res.Steps)
 			}
+			if ep.ProprioLabel != "hand_x;hand_y;hand_z;gripper" {
+				t.Errorf("proprioception labelled %q", ep.ProprioLabel)
+			}
 			for k, s := range ep.Steps {
 				if !bytes.Equal(s.Image, want.frames[k]) {
 					t.Fatalf("step %d: frame differs from the one played", k)

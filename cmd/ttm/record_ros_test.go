@@ -86,6 +86,22 @@ func (p *rosProc) running() error {
 	}
 }
 
+// expertBag records the scripted expert's episode of task (seed 1, 128x160,
+// 24 steps at most) in a dataset under dir, and reads it back.
+func expertBag(t *testing.T, dir, task string) (string, *sim.RecordedEpisode) {
+	t.Helper()
+	ds := filepath.Join(dir, "ds")
+	if code, _, stderr := runCmd(t, "record", "--experts", "--tasks", task, "--episodes", "1", "--size", "128x160", "--max-steps", "24", "--out", ds); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
+	bag := filepath.Join(ds, sim.EpisodeFile(task, 1))
+	ep, err := sim.ReadEpisode(bag, sim.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bag, ep
+}
+
 func frameSet(t *testing.T, ep *sim.RecordedEpisode) map[[32]byte]int {
 	set := map[[32]byte]int{}
 	for k, s := range ep.Steps {
@@ -109,15 +125,7 @@ func TestRecordReplayWithROS(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := smallPolicy(t) // biased to arm mode: it acts without ending its episode
 	dir := t.TempDir()
-	ds := filepath.Join(dir, "ds")
-	if code, _, stderr := runCmd(t, "record", "--experts", "--tasks", "drawer", "--episodes", "1", "--size", "128x160", "--max-steps", "24", "--out", ds); code != 0 {
-		t.Fatalf("record: exit %d: %s", code, stderr)
-	}
-	bag := filepath.Join(ds, sim.EpisodeFile("drawer", 1))
-	orig, err := sim.ReadEpisode(bag, sim.ReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bag, orig := expertBag(t, dir, "drawer")
 	origFrames := frameSet(t, orig)
 	master := "__master:=" + m.URI
 
@@ -296,4 +304,103 @@ func checkLiveBag(t *testing.T, path, ckpt string, orig *sim.RecordedEpisode, or
 	}
 	t.Logf("%s: %d steps from %d messages; %d of them replayed bit-identically to the node's actions; mean bin accuracy %.3f",
 		filepath.Base(path), len(ep.Steps), len(ep.Steps)+ep.Unpaired, exact, rep.MeanBinAccuracy)
+}
+
+// TestRecordReplayProprioWithROS: over a real roscore, ttm replay --ros
+// republishes an expert episode's proprioception (labelled) before each of
+// its frames, so a node running a policy that reads proprioception
+// (small-proprio) acts on the replay instead of waiting in no_proprio; ttm
+// record --ros takes the proprio topic with the rest, so ReadEpisode gives
+// every step of the live bag the reading sent with its frame, and the
+// offline replay of that bag runs the proprioceptive policy.
+func TestRecordReplayProprioWithROS(t *testing.T) {
+	m := rostest.StartMaster(t)
+	ckpt := armPolicy(t, "small-proprio")
+	dir := t.TempDir()
+	bag, orig := expertBag(t, dir, "pick")
+	// The readings recorded with each frame (identical frames may come
+	// with different readings).
+	readings := map[[32]byte][][]float32{}
+	for _, s := range orig.Steps {
+		if len(s.Proprio) != 4 {
+			t.Fatalf("the expert's bag: proprioception %v", s.Proprio)
+		}
+		h := sha256.Sum256(s.Image)
+		readings[h] = append(readings[h], s.Proprio)
+	}
+
+	const ns = "/rp"
+	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=5", "_max_image_age:=1.0", "_max_proprio_age:=1.0")
+	live := filepath.Join(dir, "live.bag")
+	rec := startTTMProc(t, m, "ttm record --ros", "record", "--ros", "--out", live, "__ns:="+ns)
+	rostest.WaitFor(t, 60*time.Second, "the policy node and the recorder subscribed to the proprioception", func() error {
+		if err := rec.running(); err != nil {
+			t.Fatal(err)
+		}
+		out, err := m.Run(5*time.Second, "rostopic", "info", ns+"/proprio")
+		if err != nil {
+			return err
+		}
+		if subs := out[strings.Index(out, "Subscribers:"):]; !strings.Contains(subs, ns+"/ttm_node") || !strings.Contains(subs, ns+"/ttm_record") {
+			return fmt.Errorf("subscribers: %s", subs)
+		}
+		return nil
+	})
+	if st := pn.Stats(); st.Acted != 0 || st.ProprioIn != 0 {
+		t.Fatalf("before the replay the node acted %d times on %d readings", st.Acted, st.ProprioIn)
+	}
+	code, stdout, stderr := runCmd(t, "replay", bag, "--ros", "__master:="+m.URI, "__ns:="+ns)
+	if code != 0 {
+		t.Fatalf("replay --ros: exit %d: %s", code, stderr)
+	}
+	var frames, late, published int
+	if _, err := fmt.Sscanf(stdout, "replayed %d frames (%d late); the node published %d actions", &frames, &late, &published); err != nil || frames != len(orig.Steps) {
+		t.Fatalf("replay --ros: %q (%v); want %d frames", stdout, err, len(orig.Steps))
+	}
+	st := pn.Stats()
+	if st.Acted < 5 || st.ProprioIn == 0 || st.ProprioBad != 0 {
+		t.Errorf("the node acted %d times (published %d actions, reason now %v) on %d readings, %d refused; want it acting on the replayed proprioception",
+			st.Acted, published, st.Reason, st.ProprioIn, st.ProprioBad)
+	}
+	if err := rec.stop(syscall.SIGINT, 20*time.Second); err != nil {
+		t.Fatalf("ttm record --ros after SIGINT: %v", err)
+	}
+
+	ep, err := sim.ReadEpisode(live, sim.ReadOptions{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.ProprioLabel != "hand_x;hand_y;hand_z;gripper" || len(ep.Steps) < 5 {
+		t.Fatalf("live bag: %d steps, proprioception labelled %q", len(ep.Steps), ep.ProprioLabel)
+	}
+	// A step's reading is the one sent with its frame, unless the action
+	// reached the recorder between the next frame's reading and that
+	// frame (the recorder sees them on two connections): at most a couple
+	// of steps in a run.
+	exact := 0
+	for k, s := range ep.Steps {
+		rs, ok := readings[sha256.Sum256(s.Image)]
+		if !ok {
+			t.Fatalf("step %d: a frame that is not one of the episode's", k)
+		}
+		if len(s.Proprio) != 4 {
+			t.Fatalf("step %d: proprioception %v", k, s.Proprio)
+		}
+		if slices.ContainsFunc(rs, func(r []float32) bool { return slices.Equal(r, s.Proprio) }) {
+			exact++
+		}
+	}
+	t.Logf("live bag: %d steps, %d with the reading sent with their frame; the node acted %d times", len(ep.Steps), exact, st.Acted)
+	if exact < len(ep.Steps)-2 {
+		t.Errorf("only %d of %d steps carry the reading sent with their frame", exact, len(ep.Steps))
+	}
+	// The live bag drives the proprioceptive policy offline too.
+	code, stdout, stderr = runCmd(t, "replay", live, "--policy", ckpt, "--ns", ns, "--json", "--threads", "2")
+	if code != 0 {
+		t.Fatalf("replay --policy on the live bag: exit %d: %s", code, stderr)
+	}
+	var rep replayReport
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Steps != len(ep.Steps) {
+		t.Errorf("replay --policy on the live bag: %d steps (%v), the bag has %d", rep.Steps, err, len(ep.Steps))
+	}
 }

@@ -46,7 +46,7 @@ func runReplay(env *environment, args []string) error {
 	ns := fl.String("ns", "", "namespace of the bag's topics (a bag rosbag recorded from a node in a namespace)")
 	imageTopic := fl.String("image-topic", "", "the camera topic in the bag (default headcam/image_raw in --ns)")
 	instruction := fl.String("instruction", "", "use this instruction instead of the bag's")
-	live := fl.Bool("ros", false, "republish the episode's frames and instruction to a live node at the recorded rate")
+	live := fl.Bool("ros", false, "republish the episode's frames, proprioception and instruction to a live node at the recorded rate")
 	speed := fl.Float64("speed", 1, "--ros: multiple of the recorded rate")
 	// The bag may come before, between or after the flags.
 	var positional []string
@@ -253,7 +253,8 @@ func printReplay(env *environment, rep *replayReport) error {
 	return nil
 }
 
-// replayLive republishes the episode's frames to a running node.
+// replayLive republishes the episode's frames to a running node, each
+// after the proprioception recorded with it, if any.
 func replayLive(ctx context.Context, env *environment, ros *node.Args, ep *sim.RecordedEpisode, speed float64) error {
 	var frames []node.ReplayFrame
 	var last []byte
@@ -263,9 +264,10 @@ func replayLive(ctx context.Context, env *environment, ros *node.Args, ep *sim.R
 			continue // several actions on one frame: it was sent once
 		}
 		last = s.Image
-		frames = append(frames, node.ReplayFrame{At: s.Stamp.Sub(t0), Height: ep.Info.Height, Width: ep.Info.Width, RGB: s.Image})
+		frames = append(frames, node.ReplayFrame{At: s.Stamp.Sub(t0), Height: ep.Info.Height, Width: ep.Info.Width, RGB: s.Image, Proprio: s.Proprio})
 	}
-	stats, err := node.Replay(ctx, node.ReplayConfig{Args: ros, Instruction: ep.Info.Instruction, Frames: frames, Speed: speed, Log: env.log})
+	stats, err := node.Replay(ctx, node.ReplayConfig{Args: ros, Instruction: ep.Info.Instruction, Frames: frames, ProprioLabel: ep.ProprioLabel,
+		Speed: speed, Log: env.log})
 	if err != nil {
 		return err
 	}
