@@ -349,17 +349,12 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		end := win + na*d
 		if p.head.nProp > 0 {
 			copy(l.props[t], s.Proprio)
-			if g := p.spec.Policy.TargetGeometry; g != nil {
-				pc := &p.spec.Policy
-				for i := range pc.geometryPoints() {
-					dst, c := l.props[t][nq+i*pc.geometryPointLen():], 1+i
-					if kl := s.Keypoints; l.GeometryFromLabels && len(kl) >= (c+1)*vision.KeypointLabelLen && kl[c*vision.KeypointLabelLen+2] > 0 {
-						labelledGeometry(dst, g, kl[c*vision.KeypointLabelLen], kl[c*vision.KeypointLabelLen+1])
-					} else {
-						targetGeometry(dst, g, l.acts[t].KP, c)
-					}
+			if pc := &p.spec.Policy; pc.TargetGeometry != nil {
+				var labels []float32
+				if l.GeometryFromLabels {
+					labels = s.Keypoints
 				}
-				pc.relativeGeometry(l.props[t][nq:], s.Proprio)
+				pc.geometryInputs(l.props[t][nq:], s.Proprio, l.acts[t].KP, labels)
 			}
 			p.head.proprioToken(in[end:end+d], l.props[t])
 			end += d

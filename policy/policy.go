@@ -336,14 +336,29 @@ func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs) []float32 {
 		return nil
 	}
 	copy(p.proprio, q)
-	if g := p.spec.Policy.TargetGeometry; g != nil {
-		c := &p.spec.Policy
-		for i := range c.geometryPoints() {
-			targetGeometry(p.proprio[len(q)+i*c.geometryPointLen():], g, kp, 1+i)
-		}
-		c.relativeGeometry(p.proprio[len(q):], q)
+	if c := &p.spec.Policy; c.TargetGeometry != nil {
+		c.geometryInputs(p.proprio[len(q):], q, kp, nil)
 	}
 	return p.proprio
+}
+
+// geometryInputs writes TargetGeometry's values for the robot's reading q
+// into dst: for each point, where keypoint channel 1+i of kp lies on the
+// work surface, or where its label lies wherever labels (the keypoint
+// supervision's layout: u, v, weight per point; nil for none) show it;
+// then, with GeometryRelative, the points relative to the hand. Step and
+// the Learner both call it, so inference and training read the same.
+func (c *Config) geometryInputs(dst, q []float32, kp *vision.KeypointActs, labels []float32) {
+	const per = vision.KeypointLabelLen
+	for i := range c.geometryPoints() {
+		pt, ch := dst[i*c.geometryPointLen():], 1+i
+		if len(labels) >= (ch+1)*per && labels[ch*per+2] > 0 {
+			labelledGeometry(pt, c.TargetGeometry, labels[ch*per], labels[ch*per+1])
+		} else {
+			targetGeometry(pt, c.TargetGeometry, kp, ch)
+		}
+	}
+	c.relativeGeometry(dst, q)
 }
 
 // targetGeometry writes where keypoint channel c of kp lies on the work
