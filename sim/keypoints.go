@@ -85,20 +85,12 @@ func (s *State) destination() (Vec3, bool) {
 // object until it is held, then where it goes (move: the other object; put
 // back: its spot); a drawer's handle. Other goals keep the goal object.
 func (s *State) Target() Vec3 {
-	g := &s.Goal
-	if g.Kind == GoalDrawer {
-		return s.DrawerHandle(g.Drawer)
+	if g := &s.Goal; g.Kind != GoalDrawer && s.Grasp.Holds(g.Object) {
+		if d, ok := s.destination(); ok {
+			return d
+		}
 	}
-	if !s.Grasp.Holds(g.Object) {
-		return s.Objects[g.Object].Pos
-	}
-	switch g.Kind {
-	case GoalMoveNear:
-		return s.Objects[g.Other].Pos
-	case GoalPutBack:
-		return g.Spot
-	}
-	return s.Objects[g.Object].Pos
+	return s.goalPoint()
 }
 
 // DrawerHandle is the centre of drawer i's handle bar, world frame.
