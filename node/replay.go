@@ -184,7 +184,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	time.Sleep(200 * time.Millisecond) // let the subscriber's connection and the latched instruction arrive, as rosbag play does
 	conf.Log.Info("replaying", "frames", len(conf.Frames), "image", names[TopicImage], "instruction", conf.Instruction, "speed", conf.Speed,
 		"proprio_values", proprioLen)
-	proprioLayout := std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: conf.ProprioLabel, Size: uint32(proprioLen), Stride: uint32(proprioLen)}}}
+	proprioLayout := labelledLayout(conf.ProprioLabel, proprioLen)
 
 	start := time.Now()
 	before := actions.Load()

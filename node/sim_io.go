@@ -213,9 +213,8 @@ func (s *simIO) publishFrame(img []byte, proprio []float32, h, w int, seq uint32
 	if p == nil {
 		return false
 	}
-	n := uint32(len(proprio))
 	p.proprio.Write(&std_msgs.Float32MultiArray{
-		Layout: std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: strings.Join(policy.ArmProprio, ";"), Size: n, Stride: n}}},
+		Layout: labelledLayout(strings.Join(policy.ArmProprio, ";"), len(proprio)),
 		Data:   slices.Clone(proprio),
 	})
 	p.image.Write(&sensor_msgs.Image{

@@ -72,6 +72,12 @@ func ActionLabel(space policy.ActionSpace) string {
 	return strings.Join(names, ";")
 }
 
+// labelledLayout is the layout of a Float32MultiArray of n values in one
+// dimension whose label names them (ActionLabel's convention).
+func labelledLayout(label string, n int) std_msgs.MultiArrayLayout {
+	return std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: label, Size: uint32(n), Stride: uint32(n)}}}
+}
+
 // rosIO connects the loop to ROS: the subscribers fill Inputs, the
 // publishers are the loop's Sink. It outlives goroslib nodes: Setup and
 // Teardown run on every (re)creation by the Supervisor, and publishing while
@@ -111,10 +117,9 @@ func (p *publishers) all() []*goroslib.Publisher {
 }
 
 func newROSIO(names map[string]string, in *Inputs, space policy.ActionSpace, embWidth int, proprio []string, clock *simClock, resetWait time.Duration, log hclog.Logger) *rosIO {
-	n := uint32(space.Len())
 	return &rosIO{
 		names: names, in: in, embWidth: embWidth, proprio: proprio, log: log, simClock: clock, resetWait: resetWait,
-		layout:     std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: ActionLabel(space), Size: n, Stride: n}}},
+		layout:     labelledLayout(ActionLabel(space), space.Len()),
 		badFrames:  throttle{every: 10 * time.Second},
 		badEmb:     throttle{every: 10 * time.Second},
 		badProprio: throttle{every: 10 * time.Second},
