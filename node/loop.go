@@ -195,7 +195,7 @@ func NewLoop(p Stepper, cfg LoopConfig, clock Clock, in *Inputs, sink Sink, log 
 		return nil, fmt.Errorf("control loop: %w", err)
 	}
 	space := p.ActionSpace()
-	if err := policy.RT1().Compare(space); err != nil {
+	if err := policy.RT1().CompareLayout(space); err != nil {
 		return nil, fmt.Errorf("control loop: the node publishes RT-1's action layout: %w", err)
 	}
 	filter, err := policy.NewFilter(space, cfg.Safety)

@@ -650,9 +650,10 @@ func (s *allocSink) Status(string, Reason) {}
 
 // The control step allocates nothing in steady state: the tick, the
 // inference goroutine (policy step), the filter and the statistics; also
-// for a policy that reads proprioception.
+// for a policy that reads proprioception, and for one that also places its
+// target and regresses its arm (RT-1's layout, another head).
 func TestLoopTickAllocatesNothing(t *testing.T) {
-	for _, path := range []string{actingPath(t), proprioPath(t)} {
+	for _, path := range []string{actingPath(t), proprioPath(t), targetPath(t)} {
 		testLoopTickAllocatesNothing(t, path)
 	}
 }

@@ -107,13 +107,20 @@ func loadPolicy(t testing.TB, path string) *policy.Policy {
 func actingPath(t testing.TB) string { return modeCheckpoint(t, policy.ModeArm) }
 
 // proprioCheckpoint writes the small-proprio policy (it reads
-// policy.ArmProprio) with its head biased to arm mode, like actingPath.
-var proprioCheckpoint = sync.OnceValues(func() (string, error) {
-	spec, err := policy.Preset("small-proprio")
+// policy.ArmProprio) with its head biased to arm mode, like actingPath;
+// targetCheckpoint the same for small-target (proprioception, target
+// geometry, and an arm regressed instead of binned).
+var (
+	proprioCheckpoint = sync.OnceValues(func() (string, error) { return armBiasedCheckpoint("small-proprio") })
+	targetCheckpoint  = sync.OnceValues(func() (string, error) { return armBiasedCheckpoint("small-target") })
+)
+
+func armBiasedCheckpoint(preset string) (string, error) {
+	spec, err := policy.Preset(preset)
 	if err != nil {
 		return "", err
 	}
-	out := filepath.Join(testDir, "proprio.safetensors")
+	out := filepath.Join(testDir, preset+".safetensors")
 	if err := policy.Create(spec, 7, "", out, nil); err != nil {
 		return "", err
 	}
@@ -129,11 +136,15 @@ var proprioCheckpoint = sync.OnceValues(func() (string, error) {
 	v[policy.ModeArm] = 1e3
 	f.Tensors[name] = safetensors.FromFloat32(v, f.Tensors[name].Shape...)
 	return out, safetensors.WriteFile(out, f)
-})
+}
 
-func proprioPath(t testing.TB) string {
+func proprioPath(t testing.TB) string { return onceCheckpoint(t, proprioCheckpoint) }
+
+func targetPath(t testing.TB) string { return onceCheckpoint(t, targetCheckpoint) }
+
+func onceCheckpoint(t testing.TB, write func() (string, error)) string {
 	t.Helper()
-	p, err := proprioCheckpoint()
+	p, err := write()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -134,15 +134,26 @@ func (s ActionSpace) Validate() error {
 	return nil
 }
 
-// Compare returns nil if s and o are the same layout, else an error naming
-// the first difference. A node uses it to refuse a mismatched policy.
-func (s ActionSpace) Compare(o ActionSpace) error {
+// Compare returns nil if s and o are the same action space, heads
+// included (a dimension's bins), else an error naming the first difference.
+// A checkpoint uses it to refuse parameters of another head.
+func (s ActionSpace) Compare(o ActionSpace) error { return s.compare(o, true) }
+
+// CompareLayout returns nil if s and o publish the same values: the same
+// dimensions with the same names, bounds, categories and stop modes. Whether
+// a continuous dimension is predicted in bins or regressed is the policy's
+// business, not its consumer's: a node, a replay and a recorded dataset
+// take either. It names the first difference.
+func (s ActionSpace) CompareLayout(o ActionSpace) error { return s.compare(o, false) }
+
+func (s ActionSpace) compare(o ActionSpace, heads bool) error {
 	if len(s.Dims) != len(o.Dims) {
 		return fmt.Errorf("action space has %d dimensions, expected %d", len(o.Dims), len(s.Dims))
 	}
 	for i, a := range s.Dims {
 		b := o.Dims[i]
-		if a.Name != b.Name || a.Low != b.Low || a.High != b.High || a.Bins != b.Bins || a.Stop != b.Stop || len(a.Categories) != len(b.Categories) {
+		sameHead := a.Bins == b.Bins || !heads && len(a.Categories) == 0 && len(b.Categories) == 0
+		if a.Name != b.Name || a.Low != b.Low || a.High != b.High || !sameHead || a.Stop != b.Stop || len(a.Categories) != len(b.Categories) {
 			return fmt.Errorf("action dimension %d is %s, expected %s", i, b, a)
 		}
 		for j := range a.Categories {

@@ -145,6 +145,17 @@ func TestRT1ContinuousArm(t *testing.T) {
 	if err := c.Compare(b); err == nil {
 		t.Error("a binned and a regressed arm compare equal")
 	}
+	if err := b.CompareLayout(c); err != nil {
+		t.Errorf("a binned and a regressed arm publish different layouts: %v", err)
+	}
+	moreBins := RT1()
+	moreBins.Dims[DimMode].Bins, moreBins.Dims[DimMode].High = 4, 3
+	moreBins.Dims[DimMode].Categories = append(moreBins.Dims[DimMode].Categories, "fourth")
+	for _, o := range []ActionSpace{moreBins, func() ActionSpace { s := RT1ContinuousArm(); s.Dims[DimWorldZ].High = 2; return s }()} {
+		if err := b.CompareLayout(o); err == nil {
+			t.Errorf("CompareLayout accepts %v", o.Dims)
+		}
+	}
 	for _, tc := range []struct{ in, want float32 }{{0.23, 0.23}, {-0.07, -0.07}, {1.7, 1}, {-3, -1}} {
 		if got := c.Dims[DimWorldY].Clamp(tc.in); got != tc.want {
 			t.Errorf("Clamp(%v) = %v, want %v", tc.in, got, tc.want)

@@ -151,7 +151,7 @@ type stepReport struct {
 // mode gating (policy.GateMode), as the node would publish them.
 func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*replayReport, error) {
 	pre := p.Spec().Vision.Preprocess
-	if gate && p.ActionSpace().Compare(policy.RT1()) != nil {
+	if gate && policy.RT1().CompareLayout(p.ActionSpace()) != nil {
 		return nil, fmt.Errorf("the policy's action space is not RT-1's, so RT-1's mode gating does not apply: use --raw")
 	}
 	if ep.Info.Height != pre.Height || ep.Info.Width != pre.Width {

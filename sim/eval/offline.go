@@ -229,7 +229,7 @@ func EvaluateOffline(ctx context.Context, cfg OfflineConfig) (*OfflineLedger, er
 						cancel()
 						continue
 					}
-					if err := p.ActionSpace().Compare(space); err != nil {
+					if err := space.CompareLayout(p.ActionSpace()); err != nil {
 						p.Close()
 						mu.Lock()
 						firstErr = cmpErr(firstErr, fmt.Errorf("eval: offline: run %s: %w", cfg.Runs[j.run].Name, err))
@@ -242,7 +242,7 @@ func EvaluateOffline(ctx context.Context, cfg OfflineConfig) (*OfflineLedger, er
 					agents[j.run] = a
 				}
 				e := entries[j.entry]
-				s, err := scoreEpisode(filepath.Join(cfg.Data, e.File), e, a, cfg.Runs[j.run].Ablation == AblationKnockout, space)
+				s, err := scoreEpisode(filepath.Join(cfg.Data, e.File), e, a, cfg.Runs[j.run].Ablation == AblationKnockout)
 				mu.Lock()
 				if err != nil {
 					firstErr = cmpErr(firstErr, fmt.Errorf("eval: offline: run %s: %w", cfg.Runs[j.run].Name, err))
@@ -274,14 +274,14 @@ feed:
 	}
 	for ri := range led.Runs {
 		r := &led.Runs[ri]
-		overall := newErrorSums(space)
+		overall := newErrorSums(sums[ri][0].space)
 		fam := map[string]*errorSums{}
 		for ei, e := range entries {
 			s := sums[ri][ei]
 			r.Episodes[ei] = OfflineEpisode{File: e.File, Task: e.Task, Seed: e.Seed, Error: s.result()}
 			overall.merge(s)
 			if fam[e.Task] == nil {
-				fam[e.Task] = newErrorSums(space)
+				fam[e.Task] = newErrorSums(s.space)
 			}
 			fam[e.Task].merge(s)
 		}
@@ -302,8 +302,10 @@ func cmpErr(first, err error) error {
 }
 
 // scoreEpisode plays a recorded episode's frames through agent with
-// teacher forcing and returns its error sums.
-func scoreEpisode(path string, e sim.IndexEntry, a *PolicyAgent, knockout bool, space policy.ActionSpace) (*errorSums, error) {
+// teacher forcing and returns its error sums, in the policy's action space
+// (bin accuracy for the dimensions its head bins).
+func scoreEpisode(path string, e sim.IndexEntry, a *PolicyAgent, knockout bool) (*errorSums, error) {
+	space := a.Policy().ActionSpace()
 	rec, err := sim.ReadEpisode(path, sim.ReadOptions{})
 	if err != nil {
 		return nil, err

@@ -167,6 +167,29 @@ func TestOffline(t *testing.T) {
 		}
 	}
 
+	// A regressed arm scores on the same recordings: its arm has an error
+	// and no bin accuracy, its binned dimensions keep theirs.
+	spec := tinySpec(t)
+	spec.Policy.ActionSpace = policy.RT1ContinuousArm()
+	contPath := filepath.Join(t.TempDir(), "continuous.safetensors")
+	if err := policy.Create(spec, 5, "", contPath, nil); err != nil {
+		t.Fatal(err)
+	}
+	contRuns, err := PolicyRuns("continuous", contPath, nil, policy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cont, err := EvaluateOffline(context.Background(), OfflineConfig{Data: data, Tasks: cfg.Tasks, Runs: contRuns, Workers: 1})
+	if err != nil {
+		t.Fatalf("a regressed arm offline: %v", err)
+	}
+	for i, d := range spec.Policy.ActionSpace.Dims {
+		acc := cont.Runs[0].Overall.BinAccuracy[i]
+		if (d.Bins == 0) != (acc == nil) || !(cont.Runs[0].Overall.MAE[i] >= 0) {
+			t.Errorf("continuous %s: MAE %g, accuracy %v", d.Name, cont.Runs[0].Overall.MAE[i], acc)
+		}
+	}
+
 	// Errors name what is wrong.
 	for _, c := range []struct {
 		cfg  OfflineConfig
