@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,10 +78,16 @@ type OfflineEpisode struct {
 	Error ActionError `json:"error"`
 }
 
-// ActionError is the per-step action error over a set of steps.
+// ActionError is the per-step action error over a set of steps. A
+// dimension is scored only on the steps whose recorded mode uses it (RT-1's
+// arm deltas in arm mode, base velocities in base mode; see
+// policy.ActionSpace.Gated), as the trainer's loss is: elsewhere the node
+// publishes zero whatever the head says.
 type ActionError struct {
 	Steps int `json:"steps"`
-	// MAE is the mean absolute error per dimension.
+	// DimSteps is the number of steps scored per dimension.
+	DimSteps []int `json:"dim_steps"`
+	// MAE is the mean absolute error per dimension, over its scored steps.
 	MAE []float64 `json:"mae"`
 	// BinAccuracy is the share of steps with the recorded bin, per
 	// dimension; null for continuous dimensions.
@@ -91,18 +98,27 @@ type ActionError struct {
 type errorSums struct {
 	space  policy.ActionSpace
 	steps  int
+	scored []int
 	absSum []float64
 	hits   []int
 }
 
 func newErrorSums(space policy.ActionSpace) *errorSums {
 	n := space.Len()
-	return &errorSums{space: space, absSum: make([]float64, n), hits: make([]int, n)}
+	return &errorSums{space: space, scored: make([]int, n), absSum: make([]float64, n), hits: make([]int, n)}
 }
 
 // add scores one step: pred and rec in the action space's layout.
 func (s *errorSums) add(pred, rec []float32) {
+	mode := -1
+	if s.space.Len() > policy.DimMode && len(s.space.Dims[policy.DimMode].Categories) > 0 {
+		mode = s.space.Dims[policy.DimMode].Bin(rec[policy.DimMode])
+	}
 	for i, d := range s.space.Dims {
+		if mode >= 0 && s.space.Gated(i, mode) {
+			continue
+		}
+		s.scored[i]++
 		r := d.Clamp(rec[i])
 		diff := float64(pred[i]) - float64(r)
 		if diff < 0 {
@@ -119,6 +135,7 @@ func (s *errorSums) add(pred, rec []float32) {
 // merge adds o's sums to s.
 func (s *errorSums) merge(o *errorSums) {
 	for i := range s.absSum {
+		s.scored[i] += o.scored[i]
 		s.absSum[i] += o.absSum[i]
 		s.hits[i] += o.hits[i]
 	}
@@ -127,14 +144,14 @@ func (s *errorSums) merge(o *errorSums) {
 
 // result returns the means.
 func (s *errorSums) result() ActionError {
-	e := ActionError{Steps: s.steps, MAE: make([]float64, len(s.absSum)), BinAccuracy: make([]*float64, len(s.absSum))}
-	if s.steps == 0 {
-		return e
-	}
+	e := ActionError{Steps: s.steps, DimSteps: slices.Clone(s.scored), MAE: make([]float64, len(s.absSum)), BinAccuracy: make([]*float64, len(s.absSum))}
 	for i, d := range s.space.Dims {
-		e.MAE[i] = s.absSum[i] / float64(s.steps)
+		if s.scored[i] == 0 {
+			continue
+		}
+		e.MAE[i] = s.absSum[i] / float64(s.scored[i])
 		if d.Bins > 0 {
-			acc := float64(s.hits[i]) / float64(s.steps)
+			acc := float64(s.hits[i]) / float64(s.scored[i])
 			e.BinAccuracy[i] = &acc
 		}
 	}
@@ -374,7 +391,7 @@ func WriteOffline(dir string, l *OfflineLedger) error {
 // MAE and bin accuracy per dimension (columns) and family (rows).
 func OfflineSummary(l *OfflineLedger) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Offline evaluation\n\nDataset `%s`. Per-step action error with teacher forcing (the policy is given the recorded previous action).\n", l.Data)
+	fmt.Fprintf(&b, "# Offline evaluation\n\nDataset `%s`. Per-step action error with teacher forcing (the policy is given the recorded previous action); each dimension over the steps whose recorded mode uses it (arm deltas in arm mode, base velocities in base mode), as the trainer's loss.\n", l.Data)
 	for _, r := range l.Runs {
 		fmt.Fprintf(&b, "\n## %s\n\n`%s` (sha256 %.12s), ablation %s, %d steps.\n\n", r.Name, r.Checkpoint, r.CheckpointSHA256, r.Ablation, r.Overall.Steps)
 		fams := make([]string, 0, len(r.PerFamily))
@@ -395,7 +412,7 @@ func OfflineSummary(l *OfflineLedger) string {
 				fmt.Fprintf(&b, "| %s | %d |", name, e.Steps)
 				for i := range l.Dims {
 					switch {
-					case what == "MAE" && i < len(e.MAE):
+					case what == "MAE" && i < len(e.MAE) && i < len(e.DimSteps) && e.DimSteps[i] > 0:
 						fmt.Fprintf(&b, " %.3f |", e.MAE[i])
 					case what != "MAE" && i < len(e.BinAccuracy) && e.BinAccuracy[i] != nil:
 						fmt.Fprintf(&b, " %.3f |", *e.BinAccuracy[i])

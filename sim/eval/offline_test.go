@@ -28,14 +28,22 @@ func TestErrorSums(t *testing.T) {
 	pred[policy.DimGripper], rec[policy.DimGripper] = 1, 3
 	s.add(pred, rec)
 	// Step 2: mode terminate vs base (|d| 2, other category); x 0.5 vs
-	// 0.5; gripper 1 vs 1.
+	// 0.5, but a base step does not score the arm; gripper 1 vs 1; base y
+	// 0.3 vs 0.
 	pred[policy.DimMode], rec[policy.DimMode] = 0, 2
 	rec[policy.DimWorldX] = 0.5
 	rec[policy.DimGripper] = 1
+	pred[policy.DimBaseY] = 0.3
+	s.add(pred, rec)
+	// Step 3: arm vs arm; x 0.5 vs 0.5; base y not scored.
+	pred[policy.DimMode], rec[policy.DimMode] = 1, 1
 	s.add(pred, rec)
 	e := s.result()
-	if e.Steps != 2 {
+	if e.Steps != 3 {
 		t.Fatalf("%d steps", e.Steps)
+	}
+	if want := []int{3, 2, 2, 2, 2, 2, 2, 3, 1, 1, 1}; !slices.Equal(e.DimSteps, want) {
+		t.Errorf("steps scored per dimension %v, want %v", e.DimSteps, want)
 	}
 	check := func(dim int, mae, acc float64) {
 		t.Helper()
@@ -43,10 +51,10 @@ func TestErrorSums(t *testing.T) {
 			t.Errorf("%s: MAE %g, accuracy %v; want %g and %g", space.Dims[dim].Name, e.MAE[dim], e.BinAccuracy[dim], mae, acc)
 		}
 	}
-	check(policy.DimMode, 1, 0.5)       // (0 + 2)/2; 1 of 2 categories right
-	check(policy.DimWorldX, 0.125, 0.5) // (0.25 + 0)/2; bins differ once
+	check(policy.DimMode, 2.0/3, 2.0/3) // (0 + 2 + 0)/3; 2 of 3 categories right
+	check(policy.DimWorldX, 0.125, 0.5) // (0.25 + 0)/2 over the arm steps; bins differ once
 	check(policy.DimGripper, 0, 1)      // clamped, equal
-	check(policy.DimBaseY, 0, 1)        // zeros throughout
+	check(policy.DimBaseY, 0.3, 0)      // the base step alone
 	if s.space.Dims[policy.DimWorldX].Bin(0.5) == s.space.Dims[policy.DimWorldX].Bin(0.25) {
 		t.Fatal("test premise: 0.5 and 0.25 share a bin")
 	}
@@ -128,13 +136,16 @@ func TestOffline(t *testing.T) {
 	}
 	agent.Reset(rec.Info.Instruction)
 	var absX float64
-	modeHits := 0
+	modeHits, armSteps := 0, 0
 	for k, st := range rec.Steps {
 		pred, err := agent.Act(&sim.Observation{Image: st.Image, Height: 64, Width: 80, Step: k})
 		if err != nil {
 			t.Fatal(err)
 		}
-		absX += math.Abs(float64(pred[policy.DimWorldX]) - float64(st.Action[policy.DimWorldX]))
+		if math.Round(float64(st.Action[policy.DimMode])) == policy.ModeArm {
+			absX += math.Abs(float64(pred[policy.DimWorldX]) - float64(st.Action[policy.DimWorldX]))
+			armSteps++
+		}
 		if math.Round(float64(pred[policy.DimMode])) == math.Round(float64(st.Action[policy.DimMode])) {
 			modeHits++
 		}
@@ -142,8 +153,11 @@ func TestOffline(t *testing.T) {
 	}
 	got := led.Runs[0].Episodes[0].Error
 	n := float64(len(rec.Steps))
-	if math.Abs(got.MAE[policy.DimWorldX]-absX/n) > 1e-9 || math.Abs(*got.BinAccuracy[policy.DimMode]-float64(modeHits)/n) > 1e-12 {
-		t.Errorf("episode 0: x MAE %g, mode accuracy %g; by hand %g and %g", got.MAE[policy.DimWorldX], *got.BinAccuracy[policy.DimMode], absX/n, float64(modeHits)/n)
+	if armSteps == 0 || armSteps == len(rec.Steps) {
+		t.Fatalf("test premise: %d of %d recorded steps in arm mode", armSteps, len(rec.Steps))
+	}
+	if math.Abs(got.MAE[policy.DimWorldX]-absX/float64(armSteps)) > 1e-9 || math.Abs(*got.BinAccuracy[policy.DimMode]-float64(modeHits)/n) > 1e-12 {
+		t.Errorf("episode 0: x MAE %g, mode accuracy %g; by hand %g and %g", got.MAE[policy.DimWorldX], *got.BinAccuracy[policy.DimMode], absX/float64(armSteps), float64(modeHits)/n)
 	}
 
 	// Deterministic, and written.
