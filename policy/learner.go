@@ -149,6 +149,10 @@ type StepData struct {
 	// with image points (vision.SuperviseKeypoints' layout: u, v, weight
 	// per point); used when the Learner's KeypointWeight is positive.
 	Keypoints []float32
+	// OwnGeometry makes a Learner with GeometryFromLabels read this step's
+	// target geometry from the policy's own keypoints, as it acts, instead
+	// of from the labels.
+	OwnGeometry bool
 }
 
 // WindowStats sums a window's loss and accuracy.
@@ -351,7 +355,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			copy(l.props[t], s.Proprio)
 			if pc := &p.spec.Policy; pc.TargetGeometry != nil {
 				var labels []float32
-				if l.GeometryFromLabels {
+				if l.GeometryFromLabels && !s.OwnGeometry {
 					labels = s.Keypoints
 				}
 				pc.geometryInputs(l.props[t][nq:], s.Proprio, l.acts[t].KP, labels)

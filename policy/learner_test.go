@@ -558,4 +558,20 @@ func TestLearnerGeometryFromLabels(t *testing.T) {
 	if !slices.Equal(l.props[0][:4], steps[0].Proprio) {
 		t.Errorf("robot values %v, want %v", l.props[0][:4], steps[0].Proprio)
 	}
+
+	// A step marked OwnGeometry reads the policy's own keypoints even
+	// where its labels show the points.
+	steps[0].OwnGeometry = true
+	if _, err := l.Window(p.NewState(), tok, steps, 1); err != nil {
+		t.Fatal(err)
+	}
+	for c := 1; c <= 2; c++ {
+		at := 4 + 5*(c-1)
+		if got := l.props[0][at : at+3]; !slices.Equal(got, own(0, c)) {
+			t.Errorf("OwnGeometry: point %d geometry %v, want the keypoint's %v", c, got, own(0, c))
+		}
+	}
+	if got := l.props[1][9:12]; !slices.Equal(got, fromLabel(0.3, 0.8)) {
+		t.Errorf("the next step, not marked: destination %v, want its label's %v", got, fromLabel(0.3, 0.8))
+	}
 }

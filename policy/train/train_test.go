@@ -598,3 +598,44 @@ func TestProprioLearns(t *testing.T) {
 		t.Errorf("geometry labels without target geometry: %v", err)
 	}
 }
+
+// TestGeometryOwnDraws: with GeometryOwn the first half of the updates
+// reads labels only; in the second half each window reads the policy's
+// own keypoints with the given probability, the same draw whatever the
+// workers; the setting needs geometry labels and a probability.
+func TestGeometryOwnDraws(t *testing.T) {
+	for _, p := range []float64{0, 0.3, 1} {
+		cfg := smallConfig()
+		cfg.Steps, cfg.Batch, cfg.GeometryLabels, cfg.GeometryOwn = 400, 32, true, p
+		tr := &Trainer{cfg: cfg, opt: &AdamW{}}
+		own, draws := 0, 0
+		for step := range cfg.Steps {
+			tr.opt.Step = step
+			for i := range cfg.Batch {
+				o := tr.ownGeometry(i)
+				if step < cfg.Steps/2 && o {
+					t.Fatalf("p %v: update %d, stream %d reads its own keypoints in the first half", p, step, i)
+				}
+				if step >= cfg.Steps/2 {
+					draws++
+					if o {
+						own++
+					}
+				}
+				if o != tr.ownGeometry(i) {
+					t.Fatal("the same update and stream draw differently")
+				}
+			}
+		}
+		if share := float64(own) / float64(draws); math.Abs(share-p) > 0.02 {
+			t.Errorf("p %v: %d of %d second-half windows read their own keypoints", p, own, draws)
+		}
+	}
+	for _, c := range []Config{{GeometryOwn: 0.5}, {GeometryOwn: 1.5, GeometryLabels: true}, {GeometryOwn: math.NaN(), GeometryLabels: true}} {
+		cfg := smallConfig()
+		cfg.GeometryOwn, cfg.GeometryLabels = c.GeometryOwn, c.GeometryLabels
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "geometry_own") {
+			t.Errorf("geometry_own %v with labels %v: %v", c.GeometryOwn, c.GeometryLabels, err)
+		}
+	}
+}

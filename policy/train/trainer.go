@@ -55,6 +55,13 @@ type Config struct {
 	// GeometryLabels trains a policy with target geometry on the labelled
 	// target points' back-projection (policy.Learner.GeometryFromLabels).
 	GeometryLabels bool `json:"geometry_labels,omitempty"`
+	// GeometryOwn, with GeometryLabels, exposes the policy to its own
+	// keypoints' errors before it acts on them: in the second half of the
+	// updates each window reads its geometry from the policy's keypoints
+	// (policy.StepData.OwnGeometry) with this probability. The first half
+	// trains on labels alone: a keypoint that is still learning would teach
+	// the policy to distrust the geometry.
+	GeometryOwn float64 `json:"geometry_own,omitempty"`
 }
 
 // DefaultConfig is the small preset's recipe.
@@ -82,6 +89,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: keypoint_weight %v, keypoint_sigma %v: want a weight >= 0 and, with a weight, sigma in (0, 64) cells", c.KeypointWeight, c.KeypointSigma)
 	case c.Workers < 1 || c.Workers > 64:
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
+	case !(c.GeometryOwn >= 0 && c.GeometryOwn <= 1) || c.GeometryOwn > 0 && !c.GeometryLabels:
+		return fmt.Errorf("train: geometry_own %v: want a probability in [0, 1], and geometry labels to mix with", c.GeometryOwn)
 	}
 	return nil
 }
@@ -231,6 +240,17 @@ func (tr *Trainer) startEpisode(i int) {
 	s.st.Reset()
 }
 
+// ownGeometry draws whether stream i's window of the coming update reads
+// the policy's own keypoints (Config.GeometryOwn), from a generator seeded
+// by the update and the stream, so the draw does not depend on the workers.
+func (tr *Trainer) ownGeometry(i int) bool {
+	if tr.cfg.GeometryOwn <= 0 || 2*tr.opt.Step < tr.cfg.Steps {
+		return false
+	}
+	r := rand.New(rand.NewPCG(tr.cfg.Seed^0x6765_6f6d_6f77_6e00, uint64(tr.opt.Step)<<16|uint64(i)))
+	return r.Float64() < tr.cfg.GeometryOwn
+}
+
 // Step runs one update and returns its mean loss per step and bin
 // accuracy.
 func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
@@ -249,6 +269,7 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 		n := min(cfg.Window, ep.Steps-s.t)
 		lens[i] = n
 		total += n
+		own := tr.ownGeometry(i)
 		for k := range n {
 			t := s.t + k
 			f, a := ep.Step(t, na)
@@ -260,7 +281,7 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 			if tr.readsProprio {
 				q = ep.ProprioAt(t)
 			}
-			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q}
+			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q, OwnGeometry: own}
 		}
 	}
 	scale := float32(1 / float64(total))
