@@ -171,7 +171,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		}
 		labelled += min(e.KeypointLen, 1)
 		if nq := len(spec.Policy.Proprio); nq > 0 && (e.ProprioLen != nq || len(e.Proprio) != e.Steps*nq) {
-			return nil, fmt.Errorf("train: episode %s has %d proprioception values per step, the policy reads %d (%s): record it with the simulator, or train a policy without proprioception",
+			return nil, fmt.Errorf("train: episode %s has %d proprioception values per step, the policy reads %d (%s): record it (ttm record --experts in the simulator, or ttm record --ros with the robot's proprio topic), or train a policy without proprioception",
 				e.Name, e.ProprioLen, nq, strings.Join(spec.Policy.Proprio, ", "))
 		}
 		tok, err := p.Tokenize(e.Instruction)
