@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -110,12 +111,9 @@ func newErrorSums(space policy.ActionSpace) *errorSums {
 
 // add scores one step: pred and rec in the action space's layout.
 func (s *errorSums) add(pred, rec []float32) {
-	mode := -1
-	if s.space.Len() > policy.DimMode && len(s.space.Dims[policy.DimMode].Categories) > 0 {
-		mode = s.space.Dims[policy.DimMode].Bin(rec[policy.DimMode])
-	}
+	mode := int(math.Round(float64(rec[policy.DimMode]))) // as policy.Learner's mode-gated loss reads it
 	for i, d := range s.space.Dims {
-		if mode >= 0 && s.space.Gated(i, mode) {
+		if s.space.Gated(i, mode) {
 			continue
 		}
 		s.scored[i]++
