@@ -1,6 +1,7 @@
 package vision
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -466,5 +467,48 @@ func TestSinCos2D(t *testing.T) {
 	}
 	if near, far := dist(5*20+5, 5*20+6), dist(5*20+5, 12*20+17); near >= far {
 		t.Errorf("neighbour distance %v, far distance %v", near, far)
+	}
+}
+
+// TestKeypointReadoutOfItsTarget: a channel whose distribution is exactly
+// the supervision's target (the minimiser of SuperviseKeypoints' loss)
+// should read out, through the 3x3 window, the point it was labelled with.
+// A Gaussian target truncated to the window is pulled toward the peak
+// cell's centre: at sigma 1 cell by up to 0.23 cells (1.9 px at the
+// presets' stride of 8), at DefaultKeypointSigma by under 0.03.
+func TestKeypointReadoutOfItsTarget(t *testing.T) {
+	const gw, rows = 20, 16
+	for _, tc := range []struct {
+		sigma  float64
+		lo, hi float64 // the largest readout error over the cell lies within, in cells
+	}{
+		{DefaultKeypointSigma, 0, 0.03},
+		{1, 0.2, 0.25},
+	} {
+		a := NewKeypointActs(gw*rows, 1, gw, 1)
+		p := &KeypointParams{LogScale: []float32{0}, Kernel: make([]float32, 2), Bias: make([]float32, 1)}
+		x := make([]float32, gw*rows)
+		var worst float64
+		for step := range 21 { // the label crosses a cell, in twentieths
+			off := -0.5 + float64(step)/20
+			col, row := 9+off, 7-0.6*off // cell coordinates of the label
+			for pos := range x {
+				dx, dy := float64(pos%gw)-col, float64(pos/gw)-row
+				x[pos] = float32(-(dx*dx + dy*dy) / (2 * tc.sigma * tc.sigma))
+			}
+			KeypointsForward(make([]float32, 1), a, x, p)
+			labels := []float32{float32((col + 0.5) / gw), float32((row + 0.5) / rows), 1}
+			SuperviseKeypoints(a, labels, tc.sigma, 1)
+			if g := slices.MaxFunc(a.dSupervised, func(u, v float32) int { return cmp.Compare(math.Abs(float64(u)), math.Abs(float64(v))) }); math.Abs(float64(g)) > 1e-5 {
+				t.Fatalf("sigma %v: the supervision's gradient %v at its own target, want 0", tc.sigma, g)
+			}
+			u, v := a.Point(0)
+			ex, ey := (float64(u)-float64(labels[0]))*gw, (float64(v)-float64(labels[1]))*rows
+			worst = max(worst, math.Abs(ex), math.Abs(ey))
+		}
+		t.Logf("sigma %v: read up to %.4f cells off", tc.sigma, worst)
+		if worst < tc.lo || worst > tc.hi {
+			t.Errorf("sigma %v: the window reads its target up to %.3f cells off, want within [%v, %v]", tc.sigma, worst, tc.lo, tc.hi)
+		}
 	}
 }

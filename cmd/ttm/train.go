@@ -17,6 +17,7 @@ import (
 	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/policy/train"
 	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/vision"
 )
 
 func init() {
@@ -88,7 +89,7 @@ func runTrain(env *environment, args []string) error {
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
 	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
-	keypointSigma := fl.Float64("keypoint-sigma", 1, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
+	keypointSigma := fl.Float64("keypoint-sigma", vision.DefaultKeypointSigma, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
 	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
 	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: in the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
