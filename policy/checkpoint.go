@@ -36,6 +36,10 @@ import (
 // Expect is what the node is configured for; Load fails closed when the
 // checkpoint disagrees. Zero fields are not checked.
 type Expect struct {
+	// ActionSpace is the layout the node publishes: the checkpoint's must
+	// match it in names, bounds, categories and stop modes
+	// (ActionSpace.CompareLayout), whatever head decodes it (bins or a
+	// regression).
 	ActionSpace    *ActionSpace
 	ImageHeight    int       // network input size after preprocessing
 	ImageWidth     int       //
@@ -384,7 +388,7 @@ func equalShape(a, b []int) bool {
 // check compares the checkpoint with what the node expects.
 func (s Spec) check(e Expect) error {
 	if e.ActionSpace != nil {
-		if err := e.ActionSpace.Compare(s.Policy.ActionSpace); err != nil {
+		if err := e.ActionSpace.CompareLayout(s.Policy.ActionSpace); err != nil {
 			return fmt.Errorf("action space mismatch: %w", err)
 		}
 	}

@@ -220,7 +220,7 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := RT1()
-	other.Dims[DimGripper].Bins = 128
+	other.Dims[DimGripper].High = 2
 	corrupt := filepath.Join(t.TempDir(), "b.onnx")
 	b, _ := os.ReadFile(strings.TrimSuffix(path, ".safetensors") + ".backbone.onnx")
 	b[len(b)/2] ^= 1
@@ -424,5 +424,32 @@ func TestTargetGeometry(t *testing.T) {
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestLoadTakesAnyHeadOverTheNodesLayout: the node expects RT-1's layout
+// (node params); a checkpoint that regresses the arm over that layout
+// (small-target) loads, and one whose layout differs does not.
+func TestLoadTakesAnyHeadOverTheNodesLayout(t *testing.T) {
+	spec, err := Preset("small-target")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "target.safetensors")
+	if err := Create(spec, 1, "", path, nil); err != nil {
+		t.Fatal(err)
+	}
+	rt1 := RT1()
+	p, err := Load(path, Options{NoBackbone: true, Expect: Expect{ActionSpace: &rt1}})
+	if err != nil {
+		t.Fatalf("a regressed arm over RT-1's layout, the node expecting RT-1: %v", err)
+	}
+	p.Close()
+	rt1.Dims[DimWorldX].High = 0.5
+	if p, err := Load(path, Options{NoBackbone: true, Expect: Expect{ActionSpace: &rt1}}); err == nil || !strings.Contains(err.Error(), "action space mismatch") {
+		if p != nil {
+			p.Close()
+		}
+		t.Errorf("another bound on world_vector/x: %v, want an action space mismatch", err)
 	}
 }
