@@ -23,7 +23,7 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train a small policy (TRAIN_STEPS, TRAIN_DIR, TRAIN_PRESET)"
+	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~15 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
@@ -81,21 +81,24 @@ demo: build
 	$(BIN) demo --dir bin/demo $(if $(wildcard $(DEMO_POLICY)),--policy $(DEMO_POLICY)) \
 		--rate $(DEMO_RATE) --tasks $(DEMO_TASKS) --episodes $(DEMO_EPISODES) $(DEMO_ARGS)
 
-# Behavioural cloning of the small preset from scripted-expert
-# demonstrations, then its closed-loop evaluation with the memory ablations.
+# Behavioural cloning from scripted-expert demonstrations, then its
+# closed-loop evaluation with the memory ablations.
 # TRAIN_DIR holds the dataset (bags + index.json + the feature cache), the
 # checkpoint, its training state (a rerun resumes), the JSON log and the
 # learning curve.
-# The preset is small-keypoints with the keypoint supervision: the best
-# recipe measured so far (README, Training).
+# The defaults are the committed checkpoint's recipe (README, Training,
+# session 12): 300 DART episodes of each of the five families, small-target
+# with keypoint supervision and geometry labels, 2000 updates (about 15 min
+# on two cores, most of it training).
 TRAIN_DIR ?= bin/train
-TRAIN_EPISODES ?= 30
-TRAIN_STEPS ?= 1000
-TRAIN_PRESET ?= small-keypoints
-TRAIN_ARGS ?= --keypoint-weight 1
+TRAIN_TASKS ?= families
+TRAIN_EPISODES ?= 300
+TRAIN_STEPS ?= 2000
+TRAIN_PRESET ?= small-target
+TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels
 train: build
-	$(BIN) record --experts --tasks all --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
-	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --blind-actions --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
+	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
+	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
 
 EVAL_EPISODES ?= 50
 eval: build
