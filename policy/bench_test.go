@@ -16,15 +16,7 @@ func BenchmarkStep(b *testing.B) {
 	defer nn.SetParallelism(1)
 	for _, name := range []string{"small", "small-keypoints", "robot"} {
 		b.Run(name, func(b *testing.B) {
-			spec, err := Preset(name)
-			if err != nil {
-				b.Fatal(err)
-			}
-			path := filepath.Join(b.TempDir(), name+".safetensors")
-			if err := Create(spec, 1, "", path, nil); err != nil {
-				b.Fatal(err)
-			}
-			p, err := Load(path, Options{Threads: 2})
+			p, err := Load(presetCheckpoint(b, name), Options{Threads: 2})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -257,15 +257,8 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		case "ttm":
 			p = loadSmall(t, Options{})
 		case "small-keypoints", "small-proprio", "small-target": // colour patches and the hidden stage in the front end
-			spec, err := Preset(model)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join(t.TempDir(), "kp.safetensors")
-			if err := Create(spec, 1, "", path, nil); err != nil {
-				t.Fatal(err)
-			}
-			if p, err = Load(path, Options{}); err != nil {
+			var err error
+			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
 			}
 			defer p.Close()
@@ -314,14 +307,7 @@ func checkKeypoints(t *testing.T, model string, p *Policy) {
 // non-finite one and leaves its state alone then, and keeps its layout
 // through a checkpoint.
 func TestProprio(t *testing.T) {
-	spec, err := Preset("small-proprio")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "proprio.safetensors")
-	if err := Create(spec, 1, "", path, nil); err != nil {
-		t.Fatal(err)
-	}
+	path := presetCheckpoint(t, "small-proprio")
 	p, err := Load(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -431,14 +417,7 @@ func TestTargetGeometry(t *testing.T) {
 // (node params); a checkpoint that regresses the arm over that layout
 // (small-target) loads, and one whose layout differs does not.
 func TestLoadTakesAnyHeadOverTheNodesLayout(t *testing.T) {
-	spec, err := Preset("small-target")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "target.safetensors")
-	if err := Create(spec, 1, "", path, nil); err != nil {
-		t.Fatal(err)
-	}
+	path := presetCheckpoint(t, "small-target")
 	rt1 := RT1()
 	p, err := Load(path, Options{NoBackbone: true, Expect: Expect{ActionSpace: &rt1}})
 	if err != nil {
@@ -452,4 +431,19 @@ func TestLoadTakesAnyHeadOverTheNodesLayout(t *testing.T) {
 		}
 		t.Errorf("another bound on world_vector/x: %v, want an action space mismatch", err)
 	}
+}
+
+// presetCheckpoint creates a fresh checkpoint of the named preset (seed 1,
+// with its seeded backbone) in a temporary folder and returns its path.
+func presetCheckpoint(tb testing.TB, name string) string {
+	tb.Helper()
+	spec, err := Preset(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), name+".safetensors")
+	if err := Create(spec, 1, "", path, nil); err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
