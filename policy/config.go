@@ -75,6 +75,36 @@ type Config struct {
 	// centimetre's correction off values of order one instead of as the
 	// difference of two inputs of order one metre.
 	GeometryRelative float64 `json:"geometry_relative,omitempty"`
+	// ArmMixture, when positive, predicts the arm's displacement
+	// (world_vector x, y, z of an RT-1 layout, regressed: Bins 0) jointly,
+	// as a mixture of this many Gaussians of standard deviation
+	// ArmMixtureSigma in action units, and acts on the most probable
+	// component's mean: a demonstrated state with several displacements
+	// keeps them apart instead of averaging them.
+	ArmMixture      int     `json:"arm_mixture,omitempty"`
+	ArmMixtureSigma float64 `json:"arm_mixture_sigma,omitempty"`
+}
+
+// validateMixture checks ArmMixture against the action space, which must
+// be valid.
+func (c Config) validateMixture() error {
+	k, s := c.ArmMixture, c.ArmMixtureSigma
+	switch {
+	case k == 0 && s == 0:
+		return nil
+	case k < 1 || k > 64 || !(s > 0) || math.IsInf(s, 0):
+		return fmt.Errorf("policy: arm mixture of %d components of sd %v: want 1 to 64 components and a positive sd, or neither", k, s)
+	}
+	sp := c.ActionSpace
+	if len(sp.Dims) != rt1Dims || sp.Dims[DimMode].Name != "mode" {
+		return errors.New("policy: an arm mixture needs the RT-1 action layout")
+	}
+	for _, i := range []int{DimWorldX, DimWorldY, DimWorldZ} {
+		if sp.Dims[i].Bins != 0 {
+			return fmt.Errorf("policy: an arm mixture predicts %s, which is in %d bins: want it regressed (0 bins)", sp.Dims[i].Name, sp.Dims[i].Bins)
+		}
+	}
+	return nil
 }
 
 // TargetGeometryLen is the number of values TargetGeometry adds per point.
@@ -193,6 +223,9 @@ func (s Spec) Validate() error {
 	if err := s.Policy.validateProprio(); err != nil {
 		return err
 	}
+	if err := s.Policy.validateMixture(); err != nil {
+		return err
+	}
 	if err := s.TTM.Validate(); err != nil {
 		return err
 	}
@@ -288,6 +321,9 @@ func Presets() map[string]Spec {
 	// labels mark what they name (its footprint: see sim.KeypointLabels);
 	// positions relative to the hand are in the arm action's unit
 	// (sim.ArmScale, 5 cm).
+	//
+	// small-mixture: small-target whose arm displacement is a mixture of
+	// 4 components of sd 0.25 action units (1.25 cm), see ArmMixture.
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
 	return map[string]Spec{
@@ -321,6 +357,12 @@ func Presets() map[string]Spec {
 		"small-target": {
 			Policy: Config{Preset: "small-target", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		"small-mixture": {
+			Policy: Config{Preset: "small-mixture", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				ArmMixture: 4, ArmMixtureSigma: 0.25},
+			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}
@@ -377,5 +419,11 @@ func ParseConfig(b []byte) (Config, error) {
 	if err := c.validateProprio(); err != nil {
 		return Config{}, fmt.Errorf("policy config: %w", err)
 	}
-	return c, c.ActionSpace.Validate()
+	if err := c.ActionSpace.Validate(); err != nil {
+		return Config{}, err
+	}
+	if err := c.validateMixture(); err != nil {
+		return Config{}, fmt.Errorf("policy config: %w", err)
+	}
+	return c, nil
 }

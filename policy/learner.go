@@ -250,7 +250,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 	}
 	l.gHead = p.visionHd.View(l.Grads[1].Params)
 	l.gLang = p.lang.View(l.Grads[2].Params)
-	l.gOwn = newActionHead(p.spec.Policy.ActionSpace, d, p.spec.Policy.proprioInputs())
+	l.gOwn = newActionHead(p.spec.Policy, d)
 	off := 0
 	for _, s := range l.gOwn.specs("") {
 		n := numElements(s.shape)
@@ -420,7 +420,22 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	r, d := l.p.spec.TTM.ProcessSize, hd.dim
 	mode := int(math.Round(float64(a[DimMode])))
 	hd.logitsOf(l.logits, l.pooled, l.outputs, r)
+	if m := hd.mix; m.k > 0 {
+		block, dBlock := l.logits[m.off:m.off+m.width()], l.dLogits[m.off:m.off+m.width()]
+		if l.ModeGated && hd.space.Gated(m.dims[0], mode) {
+			clear(dBlock)
+		} else {
+			var target [armDims]float32
+			for j, i := range m.dims {
+				target[j] = hd.space.Dims[i].Clamp(a[i])
+			}
+			loss += m.loss(dBlock, block, target[:], scale)
+		}
+	}
 	for i, dm := range hd.space.Dims {
+		if hd.mix.has(i) {
+			continue
+		}
 		lg := l.logits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
 		dl := l.dLogits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
 		if l.ModeGated && hd.space.Gated(i, mode) {

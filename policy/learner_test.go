@@ -132,13 +132,16 @@ func TestLearnerGradients(t *testing.T) {
 		// the keypoint supervision in the loss.
 		supervised bool
 		proprio    bool // a proprioception token
-	}{{"proprio-continuous-arm", 2, false, true, false, "", false, true},
-		{"history1", 1, false, false, false, "", false, false}, {"history2", 2, false, false, false, "", false, false}, {"no-memory", 2, true, false, false, "", false, false},
-		{"blind-actions", 1, false, true, false, "", false, false}, {"smoothed-gated-loss", 1, false, false, true, "", false, false},
-		{"hidden-supervised-keypoints", 2, false, false, false, "", true, false},
+		mixture    int  // the arm mixture's components (with proprio)
+	}{{name: "proprio-continuous-arm", history: 2, blind: true, proprio: true},
+		{name: "proprio-arm-mixture", history: 2, blind: true, proprio: true, mixture: 3},
+		{name: "arm-mixture-gated", history: 1, blind: true, proprio: true, mixture: 2, smoothGated: true},
+		{name: "history1", history: 1}, {name: "history2", history: 2}, {name: "no-memory", history: 2, noMemory: true},
+		{name: "blind-actions", history: 1, blind: true}, {name: "smoothed-gated-loss", history: 1, smoothGated: true},
+		{name: "hidden-supervised-keypoints", history: 2, supervised: true},
 		// Other sequence models (group "seq"), with a carried-in state.
-		{"recurrent", 2, false, false, false, "recurrent", false, false}, {"window", 2, false, false, false, "window", false, false},
-		{"lstm", 1, false, false, false, "lstm", false, false}} {
+		{name: "recurrent", history: 2, model: "recurrent"}, {name: "window", history: 2, model: "window"},
+		{name: "lstm", history: 1, model: "lstm"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			var edit func(*Spec)
 			if tc.supervised {
@@ -149,7 +152,12 @@ func TestLearnerGradients(t *testing.T) {
 				}
 			}
 			if tc.proprio { // with the regressed arm of small-target
-				edit = func(s *Spec) { s.Policy.Proprio, s.Policy.ActionSpace = ArmProprio, RT1ContinuousArm() }
+				edit = func(s *Spec) {
+					s.Policy.Proprio, s.Policy.ActionSpace = ArmProprio, RT1ContinuousArm()
+					if tc.mixture > 0 {
+						s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = tc.mixture, 0.3
+					}
+				}
 			}
 			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
 			const T, n = 3, 5
@@ -387,8 +395,15 @@ func TestLearnerMatchesStepTokensSeq(t *testing.T) {
 }
 
 func TestLearnerDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"", "recurrent"} {
-		p := learnerPolicyModel(t, model, 1, false)
+	for _, model := range []string{"", "recurrent", "arm-mixture"} {
+		var p *Policy
+		if model == "arm-mixture" {
+			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) {
+				s.Policy.ActionSpace, s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = RT1ContinuousArm(), 4, 0.25
+			})
+		} else {
+			p = learnerPolicyModel(t, model, 1, false)
+		}
 		const T, n = 4, 5
 		steps := learnerSteps(p, T, n, 13)
 		tok, _ := p.Tokenize("knock over the can")

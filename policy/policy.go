@@ -146,7 +146,7 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 	p := &Policy{
 		spec: spec, model: model, front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
-		head:  newActionHead(spec.Policy.ActionSpace, c.Dim, spec.Policy.proprioInputs()),
+		head:  newActionHead(spec.Policy, c.Dim),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
 		pooled: make([]float32, c.Dim),
