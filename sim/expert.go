@@ -60,8 +60,14 @@ const (
 )
 
 // scripted is the expert for every goal kind. It is closed loop: each step
-// it reads the state, decides the first unmet subgoal and acts towards it;
-// only the knock sweep direction and the move's drop spot are remembered.
+// it reads the state, decides the first unmet subgoal and acts towards it.
+// What it remembers is only what it chose (the knock's sweep direction, the
+// move's drop spot) or what its state shows (the base phase is over), never
+// what it commanded: in a DAgger rollout the learner's action is executed
+// in its place, and a label that depended on the expert's own last command
+// ("keep letting go", "the sweep is under way") would be wrong for the
+// state the learner produced. Whether the gripper is closing or opening is
+// read from its closedness instead (see letting and closing).
 type scripted struct {
 	opts  ExpertOptions
 	rng   *rand.Rand
@@ -71,24 +77,23 @@ type scripted struct {
 
 	baseDone bool
 	sweep    Vec3 // knock: sweep direction, zero until planned
-	swept    bool // knock: the sweep start was reached
 	spot     Vec3 // move: where to put the object down
 	spotSet  bool
 }
 
 func (x *scripted) Act(s *State) []float32 {
+	if s.Check() != nil {
+		x.terminate(x.grip) // nothing sensible to do in a broken state
+		return x.act[:]
+	}
 	if x.pause > 0 {
 		x.pause--
-		x.hold()
+		x.hold(s)
 		return x.act[:]
 	}
 	if x.opts.PauseProb > 0 && x.rng.Float64() < x.opts.PauseProb {
 		x.pause = x.rng.IntN(x.opts.MaxPause)
-		x.hold()
-		return x.act[:]
-	}
-	if s.Check() != nil {
-		x.terminate() // nothing sensible to do in a broken state
+		x.hold(s)
 		return x.act[:]
 	}
 	x.plan(s)
@@ -114,18 +119,25 @@ func (x *scripted) noise(sigma float64, a, b, c int) {
 	}
 }
 
-// hold sets an arm action that moves nothing and keeps the gripper command.
-func (x *scripted) hold() {
+// hold sets an arm action that moves nothing and keeps the gripper where
+// it is.
+func (x *scripted) hold(s *State) {
 	x.act = [11]float32{}
 	x.act[policy.DimMode] = policy.ModeArm
-	x.act[policy.DimGripper] = x.grip
+	x.act[policy.DimGripper] = keepGrip(s)
 }
 
-func (x *scripted) terminate() {
+// terminate sets the terminate action with gripper command grip.
+func (x *scripted) terminate(grip float32) {
 	x.act = [11]float32{}
 	x.act[policy.DimMode] = policy.ModeTerminate
-	x.act[policy.DimGripper] = x.grip
+	x.act[policy.DimGripper] = grip
 }
+
+// keepGrip is the gripper command that keeps its closedness in s: the
+// command of a gripper the expert is not moving, read from the state
+// rather than from the expert's last command (see scripted).
+func keepGrip(s *State) float32 { return float32(2*s.Grip - 1) }
 
 // plan sets x.act for state s.
 func (x *scripted) plan(s *State) {
@@ -137,7 +149,7 @@ func (x *scripted) plan(s *State) {
 		x.baseDone = true
 	}
 	if Success(s) && x.finished(s) {
-		x.terminate()
+		x.terminate(keepGrip(s))
 		return
 	}
 	switch g.Kind {
@@ -154,8 +166,8 @@ func (x *scripted) plan(s *State) {
 		x.placeAt(s, g.Object, x.spot, true)
 	case GoalPutBack:
 		if !g.Moved {
-			x.grip = -1
-			x.hold()
+			x.hold(s)
+			x.grip, x.act[policy.DimGripper] = -1, -1
 			return
 		}
 		x.placeAt(s, g.Object, g.Spot, true)
@@ -166,7 +178,7 @@ func (x *scripted) plan(s *State) {
 			x.closeDrawer(s, g.Drawer)
 		}
 	default:
-		x.terminate()
+		x.terminate(keepGrip(s))
 	}
 }
 
@@ -229,7 +241,7 @@ func (x *scripted) baseTo(s *State, p Pose) bool {
 	}
 	x.act = [11]float32{}
 	x.act[policy.DimMode] = policy.ModeBase
-	x.act[policy.DimGripper] = x.grip
+	x.act[policy.DimGripper] = keepGrip(s)
 	x.act[policy.DimBaseX] = float32(d[0] / StepSeconds)
 	x.act[policy.DimBaseY] = float32(d[1] / StepSeconds)
 	x.act[policy.DimBaseYaw] = float32(dyaw / StepSeconds)
@@ -291,12 +303,22 @@ func (x *scripted) grasp(s *State, i int) {
 	switch {
 	case s.Grip > 0.99: // closed and holding nothing: missed, open again
 		x.release(s)
-	case x.grip > 0 && graspDistance(o, s.EEWorld()) < 0.8*graspXY: // closing, still in reach
+	case closing(s) && graspDistance(o, s.EEWorld()) < 0.8*graspXY: // still in reach
 		x.close(s)
 	case (x.reach(s, o.Pos, -1) || x.within(s, o.Pos, graspXY/2, 0.015)) && s.Grip < 0.01:
 		x.close(s)
 	}
 }
+
+// closing reports whether the gripper, holding nothing, is half closed:
+// one closing step from a grasp (GripRate 0.5), which is what the expert
+// finishes when the hand is still in reach. (It is also where a gripper
+// opening after a miss passes, with the hand out of reach.)
+func closing(s *State) bool { return s.Grasp.Kind == GraspNone && s.Grip > 0.01 && s.Grip < 0.99 }
+
+// letting reports whether the gripper, holding something, has opened below
+// the closedness at which it grasps: the release is under way.
+func letting(s *State) bool { return s.Grasp.Kind != GraspNone && s.Grip < graspClosed }
 
 // within reports whether the hand is within xy sideways and z vertically
 // of world point t: close enough for the kinematic rules, if not at t.
@@ -355,7 +377,7 @@ func (x *scripted) placeAt(s *State, i int, spot Vec3, useSpot bool) {
 		// Let go at the spot, or keep letting go while the object is
 		// low enough to land standing (and near the spot).
 		low := s.Lift(i) < dropTipHeight/2 && (!useSpot || o.Pos.DistXY(spot) < 0.025)
-		if x.grip < 0 && low || x.reach(s, t, 1) || x.within(s, t, 0.015, 0.012) {
+		if letting(s) && low || x.reach(s, t, 1) || x.within(s, t, 0.015, 0.012) {
 			x.release(s)
 		}
 	case s.Grasp.Kind != GraspNone:
@@ -423,18 +445,27 @@ func (x *scripted) knock(s *State) {
 	start := o.Pos.Sub(x.sweep.Scale(R + knockBefore))
 	end := o.Pos.Add(x.sweep.Scale(R + knockAfter))
 	start[2], end[2] = z, z
-	if !x.swept {
-		if x.reach(s, start, -1) || x.within(s, start, 0.02, 0.015) {
-			x.swept = true
-		} else {
-			return
-		}
+	if !onSweep(s, start, end) && !x.reach(s, start, -1) && !x.within(s, start, 0.02, 0.015) {
+		return
 	}
 	if x.moveTo(s, end, -1, true) { // at the end and still standing: again
-		x.swept = false
 		x.sweep = Vec3{}
 		x.rise(s, -1)
 	}
+}
+
+// onSweep reports whether the hand is on the sweep from start to end (at
+// their height): within 3 cm of the line sideways and in height, and
+// between the two, 2 cm either side. The sweep is under way there whoever
+// brought the hand to it.
+func onSweep(s *State, start, end Vec3) bool {
+	e := s.EEWorld()
+	along, length := end.Sub(start), end.DistXY(start)
+	u := Vec3{along[0] / length, along[1] / length, 0}
+	r := e.Sub(start)
+	t := r[0]*u[0] + r[1]*u[1]
+	side := math.Abs(r[0]*u[1] - r[1]*u[0])
+	return t >= -0.02 && t <= length+0.02 && side <= 0.02 && math.Abs(e[2]-start[2]) <= 0.015
 }
 
 // sweepDir chooses the direction to sweep through object i: the first of
@@ -483,7 +514,7 @@ func (x *scripted) openDrawer(s *State, i int) {
 	h := handlePos(i, d)
 	switch {
 	case s.Grasp.Kind == GraspDrawer && s.Grasp.Index == i:
-		if d >= DrawerOpenDistance+0.05 || x.grip < 0 || Success(s) && d >= s.drawerLimit()-0.01 {
+		if d >= DrawerOpenDistance+0.05 || letting(s) || Success(s) && d >= s.drawerLimit()-0.01 {
 			x.release(s)
 			return
 		}
@@ -500,7 +531,7 @@ func (x *scripted) openDrawer(s *State, i int) {
 		// In line with the handle bar (14 cm wide, grasped within 3 cm).
 		inLine := math.Abs(e[1]-h[1]) < 0.04 && math.Abs(e[2]-h[2]) < 0.015 && e[0] >= pre[0]-0.02 && e[0] <= h[0]+0.01
 		switch {
-		case x.grip > 0 && e.Sub(h).Norm() < 0.8*handleGraspRadius: // closing, still in reach
+		case closing(s) && e.Sub(h).Norm() < 0.8*handleGraspRadius: // still in reach
 			x.close(s)
 		case !inLine:
 			x.moveTo(s, pre, -1, true)

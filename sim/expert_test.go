@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/ttmrobot/ttm/policy"
@@ -162,5 +164,54 @@ func TestExpertArmUnderway(t *testing.T) {
 				ep.Close()
 			}
 		}
+	}
+}
+
+// TestExpertLabelsFollowTheState: DAgger labels the states a learner's
+// rollout reaches with what the expert would do there, so the expert's
+// action must follow from the state and from what it chose for the task
+// (the base phase over, the knock's sweep direction, the move's drop
+// spot), not from its own earlier commands, which the learner's actions
+// replaced. Each step of these rollouts executes either the expert's
+// action or a disobedient one (the gripper command inverted, the arm
+// pushed aside); an expert that labelled the rollout from its start and a
+// fresh one given only its choices label every state alike.
+func TestExpertLabelsFollowTheState(t *testing.T) {
+	for _, task := range Tasks() {
+		t.Run(task.Name, func(t *testing.T) {
+			disobeyed, compared := 0, 0
+			for seed := range uint64(12) {
+				ep, err := NewEpisode(task, seed, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r := rand.New(rand.NewPCG(seed, 77))
+				watcher := ep.Expert(ExpertOptions{}).(*scripted)
+				for !ep.Done() {
+					s := ep.State()
+					label := slices.Clone(watcher.Act(s))
+					fresh := NewExpert(ExpertOptions{}).(*scripted)
+					fresh.baseDone, fresh.sweep, fresh.spot, fresh.spotSet = watcher.baseDone, watcher.sweep, watcher.spot, watcher.spotSet
+					if got := fresh.Act(s); !slices.Equal(got, label) {
+						t.Fatalf("seed %d, step %d: the expert that watched the rollout labels %v, a fresh one %v", seed, ep.Steps(), label, got)
+					}
+					compared++
+					a := label
+					if int(label[policy.DimMode]) == policy.ModeArm && r.Float64() < 0.3 {
+						disobeyed++
+						if r.Float64() < 0.5 {
+							a[policy.DimGripper] = -a[policy.DimGripper]
+						} else {
+							a[policy.DimWorldX+r.IntN(3)] = float32(2*r.Float64() - 1)
+						}
+					}
+					if _, err := ep.Step(a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ep.Close()
+			}
+			t.Logf("%d states compared, %d actions disobeyed", compared, disobeyed)
+		})
 	}
 }
