@@ -110,8 +110,10 @@ func TestRecordDAggerBetaOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range x.Steps {
-		if !bytes.Equal(x.Steps[k].Image, y.Steps[k].Image) || !slices.Equal(x.Steps[k].Action, y.Steps[k].Action) {
-			t.Fatalf("step %d differs", k)
+		xs, ys := x.Steps[k], y.Steps[k]
+		if !bytes.Equal(xs.Image, ys.Image) || !slices.Equal(xs.Action, ys.Action) || !slices.Equal(xs.Keypoints, ys.Keypoints) ||
+			!slices.Equal(xs.Proprio, ys.Proprio) || len(ys.Keypoints) == 0 || len(ys.Proprio) == 0 {
+			t.Fatalf("step %d differs: expert's action %v, keypoints %v, proprioception %v; dagger's %v, %v, %v", k, xs.Action, xs.Keypoints, xs.Proprio, ys.Action, ys.Keypoints, ys.Proprio)
 		}
 	}
 	if y.Info.Label != sim.LabelExpert || y.Info.Agent != b.Agent {
