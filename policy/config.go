@@ -92,8 +92,8 @@ func (c Config) validateMixture() error {
 	switch {
 	case k == 0 && s == 0:
 		return nil
-	case k < 1 || k > 64 || !(s > 0) || math.IsInf(s, 0):
-		return fmt.Errorf("policy: arm mixture of %d components of sd %v: want 1 to 64 components and a positive sd, or neither", k, s)
+	case k < 1 || k > maxArmMixture || !(s > 0) || math.IsInf(s, 0):
+		return fmt.Errorf("policy: arm mixture of %d components of sd %v: want 1 to %d components and a positive sd, or neither", k, s, maxArmMixture)
 	}
 	sp := c.ActionSpace
 	if len(sp.Dims) != rt1Dims || sp.Dims[DimMode].Name != "mode" {

@@ -79,6 +79,9 @@ type armMixture struct {
 // armDims is the displacement's length: world_vector x, y, z.
 const armDims = 3
 
+// maxArmMixture bounds Config.ArmMixture.
+const maxArmMixture = 64
+
 func (m armMixture) width() int { return m.k * (1 + armDims) }
 
 // has reports whether action dimension i is one of the mixture's.
@@ -107,16 +110,18 @@ func (m armMixture) loss(dBlock, block, a []float32, scale float32) float64 {
 	k, s2 := m.k, m.sigma*m.sigma
 	logits := block[:k]
 	logZ := logSumExp(logits)
-	umx := math.Inf(-1) // max over k of log π_k − |a − μ_k|²/2σ²
+	var u [maxArmMixture]float64 // log π_k − |a − μ_k|²/2σ²
+	umx := math.Inf(-1)
 	for c := range k {
-		umx = max(umx, m.logJoint(block, a, c, logZ))
+		u[c] = m.logJoint(block, a, c, logZ)
+		umx = max(umx, u[c])
 	}
 	var usum float64
 	for c := range k {
-		usum += math.Exp(m.logJoint(block, a, c, logZ) - umx)
+		usum += math.Exp(u[c] - umx)
 	}
 	for c := range k {
-		w := float32(math.Exp(m.logJoint(block, a, c, logZ)-umx) / usum)
+		w := float32(math.Exp(u[c]-umx) / usum)
 		pi := float32(math.Exp(float64(logits[c]) - logZ))
 		dBlock[c] = scale * float32(s2) * (pi - w)
 		mu, dMu := block[k+c*armDims:k+(c+1)*armDims], dBlock[k+c*armDims:k+(c+1)*armDims]
