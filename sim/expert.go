@@ -166,8 +166,7 @@ func (x *scripted) plan(s *State) {
 		x.placeAt(s, g.Object, x.spot, true)
 	case GoalPutBack:
 		if !g.Moved {
-			x.hold(s)
-			x.grip, x.act[policy.DimGripper] = -1, -1
+			x.release(s) // wait, open, for the object to be slid away
 			return
 		}
 		x.placeAt(s, g.Object, g.Spot, true)
@@ -454,18 +453,14 @@ func (x *scripted) knock(s *State) {
 	}
 }
 
-// onSweep reports whether the hand is on the sweep from start to end (at
-// their height): within 3 cm of the line sideways and in height, and
-// between the two, 2 cm either side. The sweep is under way there whoever
+// onSweep reports whether the hand is on the sweep from start to end:
+// within 2 cm of the segment sideways and 1.5 cm of its height, the
+// tolerances of reaching its start. The sweep is under way there whoever
 // brought the hand to it.
 func onSweep(s *State, start, end Vec3) bool {
 	e := s.EEWorld()
-	along, length := end.Sub(start), end.DistXY(start)
-	u := Vec3{along[0] / length, along[1] / length, 0}
-	r := e.Sub(start)
-	t := r[0]*u[0] + r[1]*u[1]
-	side := math.Abs(r[0]*u[1] - r[1]*u[0])
-	return t >= -0.02 && t <= length+0.02 && side <= 0.02 && math.Abs(e[2]-start[2]) <= 0.015
+	_, side := segmentPointXY(start, end, e)
+	return side <= 0.02 && math.Abs(e[2]-start[2]) <= 0.015
 }
 
 // sweepDir chooses the direction to sweep through object i: the first of
