@@ -28,7 +28,7 @@ DIR/timing.json (latencies), DIR/summary.md, DIR/success_per_family.png, DIR/suc
 and DIR/videos/RUN/TASK-EPISODE.gif for the first K episodes of each task. Checkpoints with a
 keypoint token also get their keypoint error (pixels from the simulator's hand, target and destination points).
 Every checkpoint is compared with the noise-free expert on the states its rollouts reach (mode,
-arm displacement, gripper); --traces K writes DIR/traces/RUN/TASK-EPISODE.csv, both actions per step.
+arm displacement, gripper); --traces K writes DIR/traces/RUN/TASK-EPISODE.csv: both actions, the hand, the target and the grasp per step.
 Offline (--data DIR): per-step action error (MAE per dimension, bin accuracy) of each checkpoint
 and ablation on the recorded episodes of a dataset (index.json and bags), per task family,
 with teacher forcing; writes DIR/offline.json and DIR/summary.md.`

@@ -115,9 +115,12 @@ func poolAgreement(es []EpisodeResult) *ExpertAgreement {
 type traceRow struct {
 	step       int
 	agent, exp [11]float32
-	handTarget float64 // metres from the end-effector to sim.State.Target
+	handTarget float64  // metres from the end-effector to sim.State.Target
+	hand       sim.Vec3 // the end-effector in the base frame
+	toTarget   sim.Vec3 // sim.State.Target minus the end-effector, world frame
 	base       sim.Pose
 	grip       float64
+	held       sim.GraspKind
 	// points are the agent's keypoints and labels the labelled points,
 	// hand then target, (u, v) as fractions of the frame; NaN where the
 	// agent has no keypoints or the point is out of view.
@@ -129,8 +132,11 @@ var traceColumns = []string{"mode", "world_x", "world_y", "world_z", "roll", "pi
 
 // writeTrace writes a traced episode as CSV: per decision the agent's
 // action, the expert's action on the same state, the hand's distance to
-// the target, the base's pose, and the agent's keypoints beside the
-// labelled points (empty fields where there are none).
+// the target, the base's pose, the gripper's closedness, the hand in the
+// base frame, the target relative to the hand (world frame), what the
+// gripper holds (0 nothing, 1 an object, 2 a drawer's handle), and the
+// agent's keypoints beside the labelled points (empty fields where there
+// are none).
 func writeTrace(path string, rows []traceRow) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("trace: %w", err)
@@ -143,7 +149,7 @@ func writeTrace(path string, rows []traceRow) error {
 				fmt.Fprintf(w, ",%s_%s", who, c)
 			}
 		}
-		fmt.Fprint(w, ",hand_target_m,base_x,base_y,base_yaw,grip")
+		fmt.Fprint(w, ",hand_target_m,base_x,base_y,base_yaw,grip,hand_x,hand_y,hand_z,target_dx,target_dy,target_dz,held")
 		for _, who := range []string{"agent", "label"} {
 			for _, p := range sim.KeypointNames {
 				fmt.Fprintf(w, ",%s_%s_u,%s_%s_v", who, p, who, p)
@@ -158,6 +164,8 @@ func writeTrace(path string, rows []traceRow) error {
 				}
 			}
 			fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
+			fmt.Fprintf(w, ",%.4f,%.4f,%.4f", r.hand[0], r.hand[1], r.hand[2])
+			fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%d", r.toTarget[0], r.toTarget[1], r.toTarget[2], r.held)
 			for _, a := range [2]*[2 * sim.KeypointCount]float32{&r.points, &r.labels} {
 				for _, v := range a {
 					if math.IsNaN(float64(v)) {

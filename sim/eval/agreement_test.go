@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,6 +165,18 @@ func TestExpertAgreementClosedLoop(t *testing.T) {
 			if r[col["label_hand_u"]] == "" {
 				t.Errorf("%s row %d: no hand label", name, i)
 			}
+			var d [3]float64
+			for j, c := range []string{"target_dx", "target_dy", "target_dz"} {
+				d[j] = parseFloat(t, r[col[c]])
+			}
+			if got, want := math.Sqrt(d[0]*d[0]+d[1]*d[1]+d[2]*d[2]), parseFloat(t, r[col["hand_target_m"]]); math.Abs(got-want) > 2e-4 {
+				t.Errorf("%s row %d: target offset of length %.4f, hand to target %.4f", name, i, got, want)
+			}
+		}
+		// The expert lifts the object: the trace shows it held (1) at some
+		// decision.
+		if name == "pick-000.csv" && !slices.ContainsFunc(rows[1:], func(r []string) bool { return r[col["held"]] == "1" }) {
+			t.Errorf("%s: the gripper never holds the object", name)
 		}
 	}
 	// The quitter has no keypoints: its trace leaves them empty.
@@ -190,4 +204,13 @@ func readCSV(t *testing.T, path string) [][]string {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return rows
+}
+
+func parseFloat(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

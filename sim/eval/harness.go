@@ -432,7 +432,9 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 			s := ep.State()
 			label := agree.add(s, act)
 			if trace != nil {
-				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, handTarget: s.EEWorld().Sub(s.Target()).Norm()}
+				toTarget := s.Target().Sub(s.EEWorld())
+				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, handTarget: toTarget.Norm(),
+					hand: s.EE, toTarget: toTarget, held: s.Grasp.Kind}
 				copy(r.agent[:], act)
 				copy(r.exp[:], label)
 				tracePoints(&r, kp, &tally.labels)
