@@ -40,6 +40,7 @@ type agreementTally struct {
 	decisions, modeMatch, armSteps int
 	gripMatch                      int
 	armError                       float64
+	fail                           failureTally
 }
 
 var rt1 = policy.RT1()
@@ -52,6 +53,7 @@ func actionMode(a []float32) int { return rt1.Dims[policy.DimMode].Bin(a[policy.
 func (t *agreementTally) add(s *sim.State, act []float32) []float32 {
 	label := t.expert.Act(s)
 	t.decisions++
+	t.fail.add(s, act, label)
 	m := actionMode(act)
 	if m != actionMode(label) {
 		return label

@@ -431,6 +431,9 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 		if agree != nil {
 			s := ep.State()
 			label := agree.add(s, act)
+			if kp != nil {
+				agree.fail.addTarget(kp, &tally.labels, s, h, w)
+			}
 			if trace != nil {
 				toTarget := s.Target().Sub(s.EEWorld())
 				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, handTarget: toTarget.Norm(),
@@ -474,6 +477,9 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 	}
 	res.KeypointError = tally.result()
 	res.ExpertAgreement = agree.result()
+	if agree != nil && !ep.Success() {
+		res.Failure = agree.fail.cause()
+	}
 	res.Steps, res.Success, res.Terminated = ep.Steps(), ep.Success(), ep.State().Terminated
 	if res.Success && first >= 0 {
 		res.StepsToSuccess = &first

@@ -79,6 +79,9 @@ type Stats struct {
 	// ExpertAgreement pools the episodes' agreement with the expert;
 	// absent for the expert itself.
 	ExpertAgreement *ExpertAgreement `json:"expert_agreement,omitempty"`
+	// Failures counts the failed episodes by cause (FailureCauses);
+	// absent where none was compared with the expert or none failed.
+	Failures map[string]int `json:"failures,omitempty"`
 }
 
 // PointError is how far an agent's keypoint lay from a labelled image
@@ -115,6 +118,9 @@ type EpisodeResult struct {
 	// ExpertAgreement compares the agent's decisions with the expert's
 	// on the same states; absent for the expert (a privileged agent).
 	ExpertAgreement *ExpertAgreement `json:"expert_agreement,omitempty"`
+	// Failure is why the episode failed (one of FailureCauses), for a
+	// failed episode compared with the expert.
+	Failure string `json:"failure,omitempty"`
 }
 
 // Group names in Ledger.Groups.
@@ -176,6 +182,7 @@ func stats(es []EpisodeResult) Stats {
 	}
 	s.KeypointError = poolPointErrors(es)
 	s.ExpertAgreement = poolAgreement(es)
+	s.Failures = countFailures(es)
 	s.SuccessRate = float64(s.Successes) / float64(s.Episodes)
 	s.CILow, s.CIHigh = Wilson(s.Successes, s.Episodes)
 	s.MeanSteps = float64(steps) / float64(s.Episodes)

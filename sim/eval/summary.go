@@ -74,6 +74,21 @@ func Summary(l *Ledger, t *Timing) string {
 			return fmt.Sprintf("mode %.0f %%, arm %.2f, grip %.0f %%", 100*a.ModeMatch, a.ArmError, 100*a.GripMatch)
 		})
 	}
+	if hasFailures(l) {
+		b.WriteString("\n## Why episodes failed\n\nFailed episodes by the first cause that fits, read off the rollout and the expert's labels on its states: the target keypoint on something else (target_elsewhere), the arm moving before the base was in place (arm_before_base), the gripper opened on what the expert would hold (let_go), a gripper closed on nothing and nothing grasped (missed_grasp), never closed where the expert closes (never_closed), a terminate where the expert would go on (stopped_early), anything else (other).\n\n")
+		table(&b, l, rows, func(st Stats) string {
+			var parts []string
+			for _, c := range FailureCauses {
+				if n := st.Failures[c]; n > 0 {
+					parts = append(parts, fmt.Sprintf("%s %d", c, n))
+				}
+			}
+			if len(parts) == 0 {
+				return "–"
+			}
+			return strings.Join(parts, ", ")
+		})
+	}
 	if t != nil {
 		fmt.Fprintf(&b, "\n## Timing\n\nAgent latency per decision (from timing.json; it varies between runs). Deadline: one period at %g Hz. Wall time %.0f s on %d workers.\n\n",
 			t.Rate, t.WallSeconds, t.Workers)
@@ -89,6 +104,16 @@ func Summary(l *Ledger, t *Timing) string {
 func hasKeypoints(l *Ledger) bool {
 	for _, r := range l.Runs {
 		if len(r.Overall.KeypointError) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasFailures reports whether any run has a failure cause.
+func hasFailures(l *Ledger) bool {
+	for _, r := range l.Runs {
+		if len(r.Overall.Failures) > 0 {
 			return true
 		}
 	}
