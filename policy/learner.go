@@ -180,6 +180,15 @@ type Learner struct {
 	// that neighbouring bins of a continuous quantity share evidence; the
 	// mode and other categorical dimensions (< 8 bins) stay one-hot.
 	LabelSigma float64
+	// CensorBounds treats a regressed dimension's label at a bound of its
+	// range as censored: the demonstrator's command was clipped there (an
+	// expert asking for a 20 cm rise commands +1, 5 cm), so it asked for
+	// at least that much, and a prediction beyond the bound costs
+	// nothing (the action is clipped to the bound when it runs). Squared
+	// error against the bound itself pulls the prediction inside it, and
+	// a lift meant to be a full step falls a few millimetres short.
+	// The arm mixture's dimensions are not censored.
+	CensorBounds bool
 	// KeypointWeight, when positive, adds the keypoint supervision of
 	// StepData.Keypoints (vision.SuperviseKeypoints, Gaussian targets
 	// KeypointSigma cells wide) to the loss with this weight: an
@@ -443,7 +452,11 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 			continue
 		}
 		if dm.Bins == 0 {
-			diff := lg[0] - dm.Clamp(a[i])
+			y := dm.Clamp(a[i])
+			diff := lg[0] - y
+			if l.CensorBounds && (float64(y) >= dm.High && diff > 0 || float64(y) <= dm.Low && diff < 0) {
+				diff = 0
+			}
 			loss += 0.5 * float64(diff) * float64(diff)
 			dl[0] = scale * diff
 			continue

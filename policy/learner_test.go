@@ -590,3 +590,46 @@ func TestLearnerGeometryFromLabels(t *testing.T) {
 		t.Errorf("the next step, not marked: destination %v, want its label's %v", got, fromLabel(0.3, 0.8))
 	}
 }
+
+// TestCensorBounds: with CensorBounds a regressed label at a bound of its
+// range costs nothing, and has no gradient, once the prediction is past
+// it; inside the range, and for labels inside the range, it is squared
+// error as without.
+func TestCensorBounds(t *testing.T) {
+	p := learnerPolicyWith(t, "", 1, true, func(s *Spec) { s.Policy.Proprio, s.Policy.ActionSpace = ArmProprio, RT1ContinuousArm() })
+	l := NewLearner(p, 1, 5)
+	clear(p.head.kernel) // every output is its bias
+	z := p.head.offsets[DimWorldZ]
+	for _, tc := range []struct {
+		name            string
+		censor          bool
+		predict, label  float32
+		wantLoss, wantD float64 // the z output's share of the loss, its gradient
+	}{
+		{"past the upper bound", true, 3, 1, 0, 0},
+		{"past the lower bound", true, -3, -1, 0, 0},
+		{"short of the upper bound", true, 0.5, 1, 0.125, -0.5},
+		{"a label inside the range", true, 3, 0.5, 3.125, 2.5},
+		{"past the bound, uncensored", false, 3, 1, 2, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l.CensorBounds = tc.censor
+			lossAt := func(predict float32) float64 {
+				p.head.bias[z] = predict
+				a := make([]float32, p.ActionSpace().Len())
+				a[DimMode], a[DimWorldZ] = ModeArm, tc.label
+				loss, _, _ := l.lossStep(make([]float32, len(l.outputs)), a, 1)
+				return loss
+			}
+			// The z output's share: the loss minus its value with z on the label.
+			share := lossAt(tc.predict) - lossAt(tc.label)
+			if math.Abs(share-tc.wantLoss) > 1e-5 {
+				t.Errorf("loss share %v, want %v", share, tc.wantLoss)
+			}
+			lossAt(tc.predict)
+			if d := float64(l.dLogits[z]); math.Abs(d-tc.wantD) > 1e-6 {
+				t.Errorf("gradient %v, want %v", d, tc.wantD)
+			}
+		})
+	}
+}

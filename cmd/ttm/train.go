@@ -91,6 +91,7 @@ func runTrain(env *environment, args []string) error {
 	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
 	keypointSigma := fl.Float64("keypoint-sigma", vision.DefaultKeypointSigma, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
 	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
+	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
 	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: in the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
 	if err := parseFlags(fl, args, false); err != nil {
@@ -120,7 +121,7 @@ func runTrain(env *environment, args []string) error {
 	cfg.Steps, cfg.Batch, cfg.Window, cfg.LR, cfg.Warmup = *steps, *batch, *window, *lr, *warmup
 	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
 	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
-	cfg.GeometryLabels = *geometryLabels
+	cfg.GeometryLabels, cfg.CensorBounds = *geometryLabels, *censorBounds
 	cfg.GeometryOwn = *geometryOwn
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)

@@ -43,9 +43,11 @@ type Config struct {
 	Seed        uint64  `json:"seed"`
 	Workers     int     `json:"workers"`   // goroutines; results depend on it
 	NoMemory    bool    `json:"no_memory"` // the paper's ablation: memory zeroed every step
-	// ModeGated and LabelSigma shape the loss (policy.Learner).
-	ModeGated  bool    `json:"mode_gated"`
-	LabelSigma float64 `json:"label_sigma"`
+	// ModeGated, LabelSigma and CensorBounds shape the loss
+	// (policy.Learner).
+	ModeGated    bool    `json:"mode_gated"`
+	LabelSigma   float64 `json:"label_sigma"`
+	CensorBounds bool    `json:"censor_bounds,omitempty"`
 	// KeypointWeight, when positive, trains the keypoint token's first
 	// channels on the episodes' keypoint labels (Episode.Keypoints) as an
 	// auxiliary loss of this weight, with Gaussian targets KeypointSigma
@@ -197,7 +199,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		if err := l.SetNoMemory(cfg.NoMemory); err != nil {
 			return nil, fmt.Errorf("train: %w", err)
 		}
-		l.ModeGated, l.LabelSigma = cfg.ModeGated, cfg.LabelSigma
+		l.ModeGated, l.LabelSigma, l.CensorBounds = cfg.ModeGated, cfg.LabelSigma, cfg.CensorBounds
 		l.KeypointWeight, l.KeypointSigma = float32(cfg.KeypointWeight), cfg.KeypointSigma
 		l.GeometryFromLabels = cfg.GeometryLabels
 		tr.learners = append(tr.learners, l)
