@@ -87,15 +87,15 @@ demo: build
 # checkpoint, its training state (a rerun resumes), the JSON log and the
 # learning curve.
 # The defaults are the committed checkpoint's recipe (README, Training,
-# session 12): 300 DART episodes of each of the five families, small-target
-# with keypoint supervision and geometry labels, 2000 updates (about 15 min
-# on two cores, most of it training).
+# session 14): 300 DART episodes of each of the five families, small-target
+# with keypoint supervision, geometry labels and censored bounds, 2000
+# updates (about 15 min on two cores, most of it training).
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
 TRAIN_STEPS ?= 2000
 TRAIN_PRESET ?= small-target
-TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels
+TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds
 train: build
 	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
 	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
