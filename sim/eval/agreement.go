@@ -117,9 +117,8 @@ func poolAgreement(es []EpisodeResult) *ExpertAgreement {
 type traceRow struct {
 	step       int
 	agent, exp [11]float32
-	handTarget float64  // metres from the end-effector to sim.State.Target
 	hand       sim.Vec3 // the end-effector in the base frame
-	toTarget   sim.Vec3 // sim.State.Target minus the end-effector, world frame
+	toTarget   sim.Vec3 // sim.State.Target minus the end-effector, world frame (its length: hand_target_m)
 	base       sim.Pose
 	grip       float64
 	held       sim.GraspKind
@@ -165,7 +164,7 @@ func writeTrace(path string, rows []traceRow) error {
 					fmt.Fprintf(w, ",%.4g", v)
 				}
 			}
-			fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f", r.handTarget, r.base.X, r.base.Y, r.base.Yaw, r.grip)
+			fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%.4f,%.3f", r.toTarget.Norm(), r.base.X, r.base.Y, r.base.Yaw, r.grip)
 			fmt.Fprintf(w, ",%.4f,%.4f,%.4f", r.hand[0], r.hand[1], r.hand[2])
 			fmt.Fprintf(w, ",%.4f,%.4f,%.4f,%d", r.toTarget[0], r.toTarget[1], r.toTarget[2], r.held)
 			for _, a := range [2]*[2 * sim.KeypointCount]float32{&r.points, &r.labels} {

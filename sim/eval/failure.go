@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"math"
-
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -73,18 +71,15 @@ func (f *failureTally) add(s *sim.State, act, label []float32) {
 	f.stoppedEarly = am == policy.ModeTerminate && em != policy.ModeTerminate
 }
 
-// addTarget records agent k's target keypoint (channel 1) against the
-// frame's labels (sim.KeypointLabels of state s, an h x w frame) when the
-// frame shows the target and nothing is held.
-func (f *failureTally) addTarget(k keypointer, labels *[sim.KeypointLabelLen]float32, s *sim.State, h, w int) {
-	const per = sim.KeypointLabelLen / sim.KeypointCount
-	l := labels[per : 2*per]
-	u, v, ok := k.Keypoint(1)
-	if !ok || l[2] == 0 || s.Grasp.Kind != sim.GraspNone {
+// addTarget records a frame's target keypoint error errPx (pixels, as
+// keypointTally measured it; negative where the frame did not show the
+// target) on state s, if nothing is held.
+func (f *failureTally) addTarget(errPx float64, s *sim.State) {
+	if errPx < 0 || s.Grasp.Kind != sim.GraspNone {
 		return
 	}
 	f.targetFrames++
-	if math.Hypot(float64(u-l[0])*float64(w), float64(v-l[1])*float64(h)) > targetOffPx {
+	if errPx > targetOffPx {
 		f.targetOffFrames++
 	}
 }

@@ -55,22 +55,16 @@ func TestFailureCause(t *testing.T) {
 			for _, d := range tc.decisions {
 				f.add(d.s, d.agent, d.expert)
 			}
-			var labels [sim.KeypointLabelLen]float32
-			const per = sim.KeypointLabelLen / sim.KeypointCount
 			for _, off := range tc.targetOff {
-				// shadow's keypoints are at (0.25, 0.5); a label 0.1 of
-				// the width away is 16 px off in a 160-wide frame.
-				labels[per], labels[per+1], labels[per+2] = 0.25, 0.5, 1
+				px := 2.0
 				if off {
-					labels[per] = 0.35
+					px = 16
 				}
-				f.addTarget(&shadow{}, &labels, free, 128, 160)
+				f.addTarget(px, free)
 			}
 			// Frames without the target, or while holding, do not count.
-			labels[per+2] = 0
-			f.addTarget(&shadow{}, &labels, free, 128, 160)
-			labels[per], labels[per+2] = 0.9, 1
-			f.addTarget(&shadow{}, &labels, holding, 128, 160)
+			f.addTarget(-1, free)
+			f.addTarget(90, holding)
 			if got := f.cause(); got != tc.want {
 				t.Errorf("cause %q, want %q", got, tc.want)
 			}
@@ -101,6 +95,12 @@ func (a *butterfingers) Act(obs *sim.Observation) ([]float32, error) {
 	return act, err
 }
 
+// cornerQuitter quits at once, its keypoints in the frame's corner, far
+// from any labelled point.
+type cornerQuitter struct{ terminator }
+
+func (*cornerQuitter) Keypoint(i int) (u, v float32, ok bool) { return 0, 0, i < sim.KeypointCount }
+
 // TestFailuresClosedLoop: the ledger names the cause of every failed
 // episode, counts them per family, and the summary tables them; a
 // successful agent has none.
@@ -110,12 +110,13 @@ func TestFailuresClosedLoop(t *testing.T) {
 			{Name: "shadow", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) { return shadowPlayer{}, nil }},
 			{Name: "butterfingers", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) { return butterfingersPlayer{}, nil }},
 			customRun("quitter", func() sim.Agent { return &terminator{} }),
+			customRun("corner", func() sim.Agent { return &cornerQuitter{} }),
 		}}
 	led, _, err := Evaluate(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, want := range []string{"", FailLetGo, FailStoppedEarly} {
+	for i, want := range []string{"", FailLetGo, FailStoppedEarly, FailTarget} {
 		r := led.Runs[i]
 		for _, e := range r.Episodes {
 			if e.Failure != want {

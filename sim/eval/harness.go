@@ -432,12 +432,10 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 			s := ep.State()
 			label := agree.add(s, act)
 			if kp != nil {
-				agree.fail.addTarget(kp, &tally.labels, s, h, w)
+				agree.fail.addTarget(tally.framePx[1], s)
 			}
 			if trace != nil {
-				toTarget := s.Target().Sub(s.EEWorld())
-				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, handTarget: toTarget.Norm(),
-					hand: s.EE, toTarget: toTarget, held: s.Grasp.Kind}
+				r := traceRow{step: obs.Step, base: s.Base, grip: s.Grip, hand: s.EE, toTarget: s.Target().Sub(s.EEWorld()), held: s.Grasp.Kind}
 				copy(r.agent[:], act)
 				copy(r.exp[:], label)
 				tracePoints(&r, kp, &tally.labels)
@@ -497,7 +495,10 @@ type keypointer interface {
 // labelled point i (sim.KeypointLabels), as keypoint supervision pairs
 // them.
 type keypointTally struct {
-	labels   [sim.KeypointLabelLen]float32
+	labels [sim.KeypointLabelLen]float32
+	// framePx is the last frame's error of each point, -1 where the
+	// frame did not show it or the agent did not report it.
+	framePx  [sim.KeypointCount]float64
 	sumPx    [sim.KeypointCount]float64
 	frames   [sim.KeypointCount]int
 	reported bool
@@ -506,6 +507,9 @@ type keypointTally struct {
 func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 	const per = sim.KeypointLabelLen / sim.KeypointCount
 	sim.KeypointLabels(t.labels[:], s, h, w)
+	for i := range t.framePx {
+		t.framePx[i] = -1
+	}
 	for i := range sim.KeypointCount {
 		u, v, ok := k.Keypoint(i)
 		if !ok {
@@ -516,7 +520,8 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 		if l[2] == 0 { // out of view
 			continue
 		}
-		t.sumPx[i] += math.Hypot(float64(u-l[0])*float64(w), float64(v-l[1])*float64(h))
+		t.framePx[i] = math.Hypot(float64(u-l[0])*float64(w), float64(v-l[1])*float64(h))
+		t.sumPx[i] += t.framePx[i]
 		t.frames[i]++
 	}
 }
