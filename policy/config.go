@@ -83,6 +83,15 @@ type Config struct {
 	// keeps them apart instead of averaging them.
 	ArmMixture      int     `json:"arm_mixture,omitempty"`
 	ArmMixtureSigma float64 `json:"arm_mixture_sigma,omitempty"`
+	// MemoryFiLM lets the memory steer what the policy looks for: the
+	// embedding that conditions FiLM is the instruction's plus a Dense
+	// layer (d to the language width, no bias, zeros when created) of the
+	// previous step's pooled TTM output (zeros at an episode's start and
+	// under the no-memory ablation, which cuts this path too). A memory
+	// task's cue can then become what an instruction naming the object
+	// would have been: the keypoint token finds the cued target in frames
+	// that no longer show the cue. TTM policies only.
+	MemoryFiLM bool `json:"memory_film,omitempty"`
 }
 
 // validateMixture checks ArmMixture against the action space, which must
@@ -226,6 +235,9 @@ func (s Spec) Validate() error {
 	if err := s.Policy.validateMixture(); err != nil {
 		return err
 	}
+	if s.Policy.MemoryFiLM && s.Policy.usesSeq() {
+		return fmt.Errorf("policy: memory_film feeds the TTM's output back into FiLM; sequence model %q is not the TTM", s.Policy.Model)
+	}
 	if err := s.TTM.Validate(); err != nil {
 		return err
 	}
@@ -322,6 +334,8 @@ func Presets() map[string]Spec {
 	// positions relative to the hand are in the arm action's unit
 	// (sim.ArmScale, 5 cm).
 	//
+	// small-recall: small-target whose FiLM also reads the previous
+	// step's TTM output (MemoryFiLM).
 	// small-mixture: small-target whose arm displacement is a mixture of
 	// 4 components of sd 0.25 action units (1.25 cm), see ArmMixture.
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
@@ -357,6 +371,12 @@ func Presets() map[string]Spec {
 		"small-target": {
 			Policy: Config{Preset: "small-target", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		"small-recall": {
+			Policy: Config{Preset: "small-recall", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				MemoryFiLM: true},
+			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-mixture": {

@@ -58,6 +58,27 @@ type actionHead struct {
 	propW   []float32   // (Q, d)
 	propB   []float32   // (d)
 	mix     armMixture  // k == 0: none
+	// nFeedback is the language width E with Config.MemoryFiLM, else 0.
+	nFeedback int
+	feedbackW []float32 // (d, E): the previous step's pooled output into FiLM's embedding
+}
+
+// filmEmbedding writes FiLM's conditioning for one step into dst (E): the
+// instruction embedding emb plus the feedback layer of the previous
+// step's pooled output fb (d; nil adds nothing).
+func (h *actionHead) filmEmbedding(dst, emb, fb []float32) {
+	copy(dst, emb)
+	if fb != nil {
+		nn.MatMul(dst, fb, h.feedbackW, 1, h.dim, h.nFeedback, true)
+	}
+}
+
+// filmEmbeddingBackward accumulates the feedback layer's gradient into
+// g.feedbackW and, with dFb not nil, ∂loss/∂fb into dFb (d), from dEmb
+// (E), the gradient of the step's conditioning; fb is what the forward
+// pass read.
+func (h *actionHead) filmEmbeddingBackward(g *actionHead, dFb, dEmb, fb []float32) {
+	nn.MatMulBackward(dFb, g.feedbackW, dEmb, fb, h.feedbackW, 1, h.dim, h.nFeedback)
 }
 
 // armMixture predicts the arm's displacement jointly, as a mixture of k
@@ -164,9 +185,12 @@ type paramSpec struct {
 	dst   *[]float32
 }
 
-func newActionHead(c Config, d int) *actionHead {
+func newActionHead(c Config, d, langWidth int) *actionHead {
 	space := c.ActionSpace
 	h := &actionHead{space: space, dim: d, embed: make([][]float32, space.Len()), nProp: c.proprioInputs()}
+	if c.MemoryFiLM {
+		h.nFeedback = langWidth
+	}
 	if c.ArmMixture > 0 {
 		h.mix = armMixture{k: c.ArmMixture, sigma: c.ArmMixtureSigma, dims: [armDims]int{DimWorldX, DimWorldY, DimWorldZ}}
 	}
@@ -192,6 +216,9 @@ func (h *actionHead) specs(prefix string) []paramSpec {
 	if h.nProp > 0 {
 		s = append(s, paramSpec{prefix + "proprio/kernel", []int{h.nProp, h.dim}, &h.propW})
 		s = append(s, paramSpec{prefix + "proprio/bias", []int{h.dim}, &h.propB})
+	}
+	if h.nFeedback > 0 {
+		s = append(s, paramSpec{prefix + "memory_film/kernel", []int{h.dim, h.nFeedback}, &h.feedbackW})
 	}
 	return s
 }

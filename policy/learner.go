@@ -233,6 +233,13 @@ type Learner struct {
 	feats    [][]float32        // per step, the caller's feature maps
 	prevs    [][]float32        // per step, the caller's previous actions
 	props    [][]float32        // per step, the proprioception token's input (the caller's values, the target geometry's)
+	// With MemoryFiLM:
+	filmEmb  [][]float32 // per step (E), FiLM's conditioning
+	feedback [][]float32 // per step (d), the pooled output it read (nil: none)
+	pooledAt [][]float32 // per step (d), the step's pooled output
+	dFilm    []float32   // (E)
+	dFb      []float32   // (d)
+	carried  []float32   // (d) the state's feedback at the window's start
 }
 
 // NewLearner prepares a learner for windows of up to steps steps on
@@ -259,7 +266,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 	}
 	l.gHead = p.visionHd.View(l.Grads[1].Params)
 	l.gLang = p.lang.View(l.Grads[2].Params)
-	l.gOwn = newActionHead(p.spec.Policy, d)
+	l.gOwn = newActionHead(p.spec.Policy, d, p.spec.Language.Width)
 	off := 0
 	for _, s := range l.gOwn.specs("") {
 		n := numElements(s.shape)
@@ -273,6 +280,14 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 		l.inputs = append(l.inputs, make([]float32, c.InputTokens*d))
 		l.dOutputs = append(l.dOutputs, make([]float32, c.ProcessSize*d))
 		l.props = append(l.props, make([]float32, p.spec.Policy.proprioInputs()))
+		if p.spec.Policy.MemoryFiLM {
+			l.filmEmb = append(l.filmEmb, make([]float32, p.spec.Language.Width))
+			l.pooledAt = append(l.pooledAt, make([]float32, d))
+		}
+	}
+	if p.spec.Policy.MemoryFiLM {
+		l.feedback = make([][]float32, steps)
+		l.dFilm, l.dFb, l.carried = make([]float32, p.spec.Language.Width), make([]float32, d), make([]float32, d)
 	}
 	return l
 }
@@ -340,7 +355,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 	win := h * k * d
 	for t, s := range steps {
 		l.feats[t], l.prevs[t] = s.Features, s.Prev
-		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.emb)
+		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.filmEmbedding(t, st))
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
 			kl := vision.SuperviseKeypoints(l.acts[t].KP, s.Keypoints, l.KeypointSigma, scale*l.KeypointWeight)
 			stats.KeypointLoss += float64(l.KeypointWeight) * kl
@@ -382,6 +397,9 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		if math.IsNaN(loss) || math.IsInf(loss, 0) {
 			return stats, ErrNonFinite
 		}
+		if l.pooledAt != nil {
+			copy(l.pooledAt[t], l.pooled)
+		}
 		stats.Loss += loss
 		stats.Correct += correct
 		stats.Labels += labels
@@ -391,6 +409,9 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		st.Window.Push(l.frames[t])
 	}
 	copy(st.Prev, steps[T-1].Action)
+	if l.pooledAt != nil {
+		copy(st.Feedback, l.pooledAt[T-1])
+	}
 	st.Steps += T
 
 	// Backward through time.
@@ -415,10 +436,62 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			end := win + na*d
 			p.head.proprioTokenBackward(l.gOwn, l.dInput[end:end+d], l.props[t])
 		}
-		p.visionHd.Backward(&l.gHead, l.dEmb, nil, l.dFrames[t], l.acts[t], l.feats[t], l.emb)
+		if l.filmEmb == nil {
+			p.visionHd.Backward(&l.gHead, l.dEmb, nil, l.dFrames[t], l.acts[t], l.feats[t], l.emb)
+			continue
+		}
+		clear(l.dFilm)
+		p.visionHd.Backward(&l.gHead, l.dFilm, nil, l.dFrames[t], l.acts[t], l.feats[t], l.filmEmb[t])
+		nn.Add(l.dEmb, l.dFilm)
+		if fb := l.feedback[t]; fb != nil {
+			var dFb []float32
+			if t > 0 { // the carried-in output of an earlier window is a constant
+				dFb = l.dFb
+				clear(dFb)
+			}
+			p.head.filmEmbeddingBackward(l.gOwn, dFb, l.dFilm, fb)
+			if dFb != nil {
+				addMeanBackward(l.dOutputs[t-1], dFb, p.spec.TTM.ProcessSize)
+			}
+		}
 	}
 	p.lang.Backward(&l.gLang, l.dEmb, l.langPooled, l.langDiff, tok)
 	return stats, nil
+}
+
+// filmEmbedding computes FiLM's conditioning at window step t: the
+// instruction embedding, plus with MemoryFiLM the feedback of the previous
+// step's pooled output (the carried state's for t = 0; none under the
+// no-memory ablation).
+func (l *Learner) filmEmbedding(t int, st *State) []float32 {
+	if l.filmEmb == nil {
+		return l.emb
+	}
+	var fb []float32
+	switch {
+	case l.tape.NoMemory:
+	case t > 0:
+		fb = l.pooledAt[t-1]
+	case len(st.Feedback) == l.p.spec.TTM.Dim:
+		fb = l.carried // Window advances st before the backward pass reads fb
+		copy(fb, st.Feedback)
+	}
+	l.feedback[t] = fb
+	l.p.head.filmEmbedding(l.filmEmb[t], l.emb, fb)
+	return l.filmEmb[t]
+}
+
+// addMeanBackward adds the gradient of pooled = mean of out's r rows,
+// dPooled (d), into dOut (r, d).
+func addMeanBackward(dOut, dPooled []float32, r int) {
+	d := len(dPooled)
+	inv := 1 / float32(r)
+	for t := range r {
+		row := dOut[t*d : (t+1)*d]
+		for j, v := range dPooled {
+			row[j] += v * inv
+		}
+	}
 }
 
 // lossStep decodes the TTM output in l.outputs, scores it against the

@@ -133,7 +133,10 @@ func TestLearnerGradients(t *testing.T) {
 		supervised bool
 		proprio    bool // a proprioception token
 		mixture    int  // the arm mixture's components (with proprio)
+		memoryFiLM bool // FiLM reads the previous step's output (with proprio)
 	}{{name: "proprio-continuous-arm", history: 2, blind: true, proprio: true},
+		{name: "memory-film", history: 1, blind: true, proprio: true, memoryFiLM: true},
+		{name: "memory-film-no-memory", history: 1, blind: true, proprio: true, memoryFiLM: true, noMemory: true},
 		{name: "proprio-arm-mixture", history: 2, blind: true, proprio: true, mixture: 3},
 		{name: "arm-mixture-gated", history: 1, blind: true, proprio: true, mixture: 2, smoothGated: true},
 		{name: "history1", history: 1}, {name: "history2", history: 2}, {name: "no-memory", history: 2, noMemory: true},
@@ -157,6 +160,7 @@ func TestLearnerGradients(t *testing.T) {
 					if tc.mixture > 0 {
 						s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = tc.mixture, 0.3
 					}
+					s.Policy.MemoryFiLM = tc.memoryFiLM
 				}
 			}
 			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
@@ -196,6 +200,14 @@ func TestLearnerGradients(t *testing.T) {
 				frame[i] = float32(r.NormFloat64())
 			}
 			start.Window.Push(frame)
+			if tc.memoryFiLM { // created as zeros: make the path matter
+				for i := range p.head.feedbackW {
+					p.head.feedbackW[i] = float32(r.NormFloat64() * 0.3)
+				}
+				for i := range start.Feedback {
+					start.Feedback[i] = float32(r.NormFloat64())
+				}
+			}
 
 			l := NewLearner(p, T, n)
 			if err := l.SetNoMemory(tc.noMemory); err != nil {
@@ -290,15 +302,16 @@ func checkFDStep(t *testing.T, name string, params []float32, j int, analytic fl
 // inference: the same memory after the window, and zero loss gradient
 // bookkeeping aside, the argmax actions score as the policy acts.
 func TestLearnerMatchesStepTokens(t *testing.T) {
-	for _, tc := range []struct{ blind, proprio, geometry bool }{{false, false, false}, {true, false, false}, {true, true, false}, {true, true, true}} {
-		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio, tc.geometry)
+	for _, tc := range []struct{ blind, proprio, geometry, memoryFiLM bool }{{false, false, false, false}, {true, false, false, false},
+		{true, true, false, false}, {true, true, true, false}, {true, true, true, true}} {
+		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio, tc.geometry, tc.memoryFiLM)
 	}
 }
 
 // testGeometry is a camera over the tests' 1x5 feature map.
 var testGeometry = vision.CameraGeometry{Mount: [3]float64{0, 0, 1.4}, Pitch: 0.7, VFOV: 1, Height: 128, Width: 160, SurfaceZ: 0.85}
 
-func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry bool) {
+func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memoryFiLM bool) {
 	var edit func(*Spec)
 	if proprio {
 		edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
@@ -309,9 +322,14 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry bool) {
 			h := &s.Vision.Head
 			h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 			s.Policy.Padding = 0
+			s.Policy.MemoryFiLM = memoryFiLM
 		}
 	}
 	p := learnerPolicyWith(t, "", 2, blind, edit)
+	r := rand.New(rand.NewPCG(4, 4))
+	for i := range p.head.feedbackW {
+		p.head.feedbackW[i] = float32(r.NormFloat64() * 0.3)
+	}
 	const T, n = 4, 5
 	steps := learnerSteps(p, T, n, 11)
 	tok, _ := p.Tokenize("open the top drawer")
@@ -331,7 +349,7 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry bool) {
 	action := make([]float32, p.ActionSpace().Len())
 	for _, s := range steps {
 		copy(ref.Prev, s.Prev)
-		p.visionHd.Forward(frame, acts, s.Features, emb)
+		p.visionHd.Forward(frame, acts, s.Features, p.filmEmbedding(emb, ref))
 		var q []float32
 		if proprio {
 			q = p.proprioInput(s.Proprio, acts.KP)
@@ -344,6 +362,12 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry bool) {
 		if d := math.Abs(float64(v - st.Memory.Tokens[i])); d > 1e-4*(1+math.Abs(float64(v))) {
 			t.Fatalf("memory[%d]: learner %v, inference %v", i, st.Memory.Tokens[i], v)
 		}
+	}
+	if !slices.Equal(st.Feedback, ref.Feedback) && !closeSlices(st.Feedback, ref.Feedback, 1e-4) {
+		t.Fatalf("fed-back output: learner %v, inference %v", st.Feedback, ref.Feedback)
+	}
+	if memoryFiLM && !slices.ContainsFunc(st.Feedback, func(v float32) bool { return v != 0 }) {
+		t.Fatal("no output fed back")
 	}
 	if st.Steps != T || st.Window.Len() != 2 {
 		t.Errorf("state after the window: %d steps, %d frames; want %d, 2", st.Steps, st.Window.Len(), T)
@@ -632,4 +656,18 @@ func TestCensorBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closeSlices reports whether a and b have the same length and agree
+// within tol relative to 1 + |b[i]|.
+func closeSlices(a, b []float32, tol float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, v := range b {
+		if math.Abs(float64(a[i]-v)) > tol*(1+math.Abs(float64(v))) {
+			return false
+		}
+	}
+	return true
 }

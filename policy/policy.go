@@ -37,7 +37,10 @@ type State struct {
 	Seq    seq.State   // another sequence model's state; nil for the TTM
 	Window *vision.Window
 	Prev   []float32 // the previous action; zeros at the start
-	Steps  int
+	// Feedback is the previous step's pooled TTM output, which FiLM reads
+	// with Config.MemoryFiLM (zeros at the start); nil without.
+	Feedback []float32
+	Steps    int
 }
 
 // Reset starts a new episode.
@@ -49,7 +52,8 @@ func (s *State) Reset() {
 }
 
 // ResetMemory resets the sequence model's state only (the TTM memory, or
-// the seq.State): what a memory knock-out does.
+// the seq.State, and the output FiLM reads back): what a memory knock-out
+// does.
 func (s *State) ResetMemory() {
 	if s.Memory != nil {
 		s.Memory.Reset()
@@ -57,11 +61,15 @@ func (s *State) ResetMemory() {
 	if s.Seq != nil {
 		s.Seq.Reset()
 	}
+	clear(s.Feedback)
 }
 
 // Clone returns an independent copy of s.
 func (s *State) Clone() *State {
 	c := &State{Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
+	if s.Feedback != nil {
+		c.Feedback = append([]float32(nil), s.Feedback...)
+	}
 	if s.Memory != nil {
 		c.Memory = s.Memory.Clone()
 	}
@@ -83,6 +91,7 @@ func (s *State) CopyFrom(o *State) {
 	}
 	s.Window.CopyFrom(o.Window)
 	copy(s.Prev, o.Prev)
+	copy(s.Feedback, o.Feedback)
 	s.Steps = o.Steps
 }
 
@@ -129,6 +138,7 @@ type Policy struct {
 	// zeroAction is the action tokens' input with BlindActions.
 	zeroAction []float32
 	proprio    []float32 // the proprioception token's input: the robot's values, then the target geometry's
+	filmEmb    []float32 // (E) FiLM's conditioning with MemoryFiLM
 }
 
 // assembleSeq builds a policy around another sequence model than the TTM
@@ -146,12 +156,12 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 	p := &Policy{
 		spec: spec, model: model, front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
-		head:  newActionHead(spec.Policy, c.Dim),
+		head:  newActionHead(spec.Policy, c.Dim, spec.Language.Width),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
 		pooled: make([]float32, c.Dim),
 		action: make([]float32, spec.Policy.ActionSpace.Len()), zeroAction: make([]float32, spec.Policy.ActionSpace.Len()),
-		proprio: make([]float32, spec.Policy.proprioInputs()),
+		proprio: make([]float32, spec.Policy.proprioInputs()), filmEmb: make([]float32, spec.Language.Width),
 	}
 	if model != nil {
 		p.machine, p.saved = ttm.NewMachine(model), ttm.NewMemory(c)
@@ -236,6 +246,9 @@ func (p *Policy) NewState() *State {
 		Window: vision.NewWindow(v.History, v.Head.Tokens, v.Head.Dim),
 		Prev:   make([]float32, p.ActionSpace().Len()),
 	}
+	if p.spec.Policy.MemoryFiLM {
+		st.Feedback = make([]float32, p.spec.TTM.Dim)
+	}
 	if p.seqModel != nil {
 		st.Seq = p.seqModel.NewState()
 	} else {
@@ -300,7 +313,7 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if err != nil {
 		return err
 	}
-	if err := p.front.EncodeInto(p.frame, obs.Frame, emb); err != nil {
+	if err := p.front.EncodeInto(p.frame, obs.Frame, p.filmEmbedding(emb, st)); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
@@ -321,10 +334,25 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if err != nil {
 		return err
 	}
-	if err := p.front.EncodeFromFeatures(p.frame, features, emb); err != nil {
+	if err := p.front.EncodeFromFeatures(p.frame, features, p.filmEmbedding(emb, st)); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+}
+
+// filmEmbedding is what conditions FiLM at this step: the instruction
+// embedding emb, plus with MemoryFiLM the feedback of st's previous output
+// (none under the no-memory ablation).
+func (p *Policy) filmEmbedding(emb []float32, st *State) []float32 {
+	if !p.spec.Policy.MemoryFiLM {
+		return emb
+	}
+	var fb []float32
+	if !p.machine.NoMemory && len(st.Feedback) == p.spec.TTM.Dim {
+		fb = st.Feedback
+	}
+	p.head.filmEmbedding(p.filmEmb, emb, fb)
+	return p.filmEmb
 }
 
 // proprioInput returns the proprioception token's input for the robot's
@@ -443,6 +471,7 @@ func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float3
 	}
 	st.Window.Push(frame)
 	copy(st.Prev, p.action)
+	copy(st.Feedback, p.pooled)
 	st.Steps++
 	copy(action, p.action)
 	return nil

@@ -251,12 +251,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-mixture"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio", "small-target", "small-mixture": // colour patches and the hidden stage in the front end
+		case "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall": // colour patches and the hidden stage in the front end
 			var err error
 			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
@@ -446,4 +446,89 @@ func presetCheckpoint(tb testing.TB, name string) string {
 		tb.Fatal(err)
 	}
 	return path
+}
+
+// TestMemoryFiLM: a small-recall policy's FiLM reads the previous step's
+// output: the fed-back output is the step's pooled output, it changes the
+// next step's action, the no-memory ablation and a memory knock-out cut
+// it, snapshots carry it, and its layer survives a checkpoint.
+func TestMemoryFiLM(t *testing.T) {
+	path := presetCheckpoint(t, "small-recall")
+	p, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if !slices.ContainsFunc(p.params, func(v float32) bool { return v != 0 }) || slices.ContainsFunc(p.head.feedbackW, func(v float32) bool { return v != 0 }) {
+		t.Fatal("a fresh small-recall policy should start with a zero feedback layer (the small-target policy it extends)")
+	}
+	r := rand.New(rand.NewPCG(8, 8))
+	for i := range p.head.feedbackW {
+		p.head.feedbackW[i] = float32(r.NormFloat64())
+	}
+	for _, s := range p.visionHd.Specs { // FiLM starts as the identity, blind to its embedding
+		if strings.Contains(s.Name, "film/") {
+			for i := s.Offset; i < s.Offset+s.Size; i++ {
+				p.visionHd.Params[i] = float32(r.NormFloat64() * 0.1)
+			}
+		}
+	}
+	p.ParamsChanged()
+	obs := &Observation{Frame: frame(5), Instruction: "pick the object that was marked", Proprio: []float32{0.5, 0, 0.9, 0}}
+	act, ref := make([]float32, p.ActionSpace().Len()), make([]float32, p.ActionSpace().Len())
+
+	// Second-step actions from the same memory, with and without the
+	// first step's output fed back.
+	secondStep := func(cut bool) []float32 {
+		st := p.NewState()
+		if err := p.Step(obs, st, act); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(st.Feedback, p.pooled) {
+			t.Fatal("the state does not hold the step's pooled output")
+		}
+		if cut {
+			clear(st.Feedback)
+		}
+		if err := p.Step(obs, st, act); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Clone(act)
+	}
+	if a, b := secondStep(false), secondStep(true); slices.Equal(a, b) {
+		t.Error("the fed-back output does not change the next action")
+	}
+	p.SetNoMemory(true)
+	if a, b := secondStep(false), secondStep(true); !slices.Equal(a, b) {
+		t.Errorf("with the no-memory ablation the fed-back output still matters: %v against %v", a, b)
+	}
+	p.SetNoMemory(false)
+
+	st := p.NewState()
+	p.Step(obs, st, act)
+	snap := st.Clone()
+	p.Step(obs, st, ref)
+	st2 := p.NewState()
+	st2.CopyFrom(snap)
+	p.Step(obs, st2, act)
+	if !slices.Equal(act, ref) || !slices.Equal(st.Feedback, st2.Feedback) {
+		t.Error("a restored snapshot does not replay the step")
+	}
+	st.ResetMemory()
+	if slices.ContainsFunc(st.Feedback, func(v float32) bool { return v != 0 }) {
+		t.Error("a memory knock-out leaves the fed-back output")
+	}
+
+	saved := filepath.Join(filepath.Dir(path), "recall.safetensors") // beside the backbone
+	if err := p.Save(saved); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(saved, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if !q.Spec().Policy.MemoryFiLM || !slices.Equal(q.head.feedbackW, p.head.feedbackW) {
+		t.Error("the feedback layer did not survive the checkpoint")
+	}
 }

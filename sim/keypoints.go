@@ -37,14 +37,21 @@ const KeypointLabelLen = keypointValues * KeypointCount
 
 // KeypointLabels writes the labels of state s seen in an h x w frame into
 // dst (KeypointLabelLen).
-func KeypointLabels(dst []float32, s *State, h, w int) {
+func KeypointLabels(dst []float32, s *State, h, w int) { keypointLabels(dst, s, h, w, false) }
+
+// MemoryKeypointLabels is KeypointLabels with a memory task's target and
+// put back's spot labelled in every frame that shows where they are, also
+// after the cue: what a policy that remembers the cue can find.
+func MemoryKeypointLabels(dst []float32, s *State, h, w int) { keypointLabels(dst, s, h, w, true) }
+
+func keypointLabels(dst []float32, s *State, h, w int, remembered bool) {
 	g := &s.Goal
 	dest, hasDest := s.destination()
 	points := [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), onWorktop(s.goalPoint()), onWorktop(dest)}
 	shown := [KeypointCount]bool{
 		true,
-		g.Cue == CueNone || s.Step < g.CueSteps,
-		hasDest && (g.Kind != GoalPutBack || s.Step < g.SlideStart),
+		remembered || g.Cue == CueNone || s.Step < g.CueSteps,
+		hasDest && (remembered || g.Kind != GoalPutBack || s.Step < g.SlideStart),
 	}
 	for i, p := range points {
 		u, v, ok := ImagePoint(s, h, w, p)

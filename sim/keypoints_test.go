@@ -114,3 +114,59 @@ func checkLabels(t *testing.T, rd *Renderer, s *State, h, w int) (in, missed int
 	}
 	return in, missed
 }
+
+// TestMemoryKeypointLabels: the memory labels are the plain ones, except
+// that a memory task's target (and put back's spot) stays labelled after
+// its cue, where the plain labels drop it; at the cue's last frame both
+// label the target at the same point.
+func TestMemoryKeypointLabels(t *testing.T) {
+	const h, w = 128, 160
+	for _, tc := range []struct {
+		task string
+		// point whose label the cue hides afterwards (1 target, 2 destination)
+		hidden int
+		// first step without it in the plain labels
+		from int
+	}{{"cue_pick", 1, cueSteps}, {"pointed_drawer", 1, cueSteps}, {"put_back", 2, 2}, {"pick", -1, 0}, {"move", -1, 0}} {
+		t.Run(tc.task, func(t *testing.T) {
+			task, err := TaskByName(tc.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plain, mem := make([]float32, KeypointLabelLen), make([]float32, KeypointLabelLen)
+			kept := 0
+			for seed := uint64(1); seed <= 4; seed++ {
+				ep, err := NewEpisode(task, seed, Options{Height: h, Width: w})
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := ep.Expert(ExpertOptions{})
+				for step := 0; step < 30 && !ep.Done(); step++ {
+					s := ep.State()
+					KeypointLabels(plain, s, h, w)
+					MemoryKeypointLabels(mem, s, h, w)
+					for i := range KeypointCount {
+						p, m := plain[3*i:3*i+3], mem[3*i:3*i+3]
+						switch {
+						case i == tc.hidden && step >= tc.from:
+							if p[2] != 0 {
+								t.Fatalf("seed %d step %d: plain label of point %d shown after the cue: %v", seed, step, i, p)
+							}
+							if m[2] == 1 {
+								kept++
+							}
+						case p[0] != m[0] || p[1] != m[1] || p[2] != m[2]:
+							t.Fatalf("seed %d step %d: point %d labelled %v plainly, %v with memory", seed, step, i, p, m)
+						}
+					}
+					if _, err := ep.Step(x.Act(s)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if tc.hidden >= 0 && kept < 20 {
+				t.Errorf("the memory labels keep the cued point in only %d frames after the cue", kept)
+			}
+		})
+	}
+}

@@ -132,6 +132,11 @@ type RecordOptions struct {
 	// Context interrupts the recording between two steps: the bag is
 	// aborted and RecordEpisode returns an error wrapping ErrInterrupted.
 	Context context.Context
+	// MemoryLabels labels a memory task's cued target, and put back's
+	// spot, in every frame that shows them, not only while the cue does
+	// (MemoryKeypointLabels): privileged labels for a policy whose
+	// keypoints can read its memory (policy.Config.MemoryFiLM).
+	MemoryLabels bool
 	// Label names whose labels a Labeler agent records in place of its
 	// executed actions (LabelExpert for a DAggerAgent); it goes to
 	// EpisodeInfo.Label. It is required for a Labeler and refused for
@@ -215,7 +220,7 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 		return Result{}, err
 	}
 	rec := &bagRecorder{w: w, ep: ep, topics: topics, agent: agent, ctx: ctx, period: opts.Period, delay: opts.ActionDelay, stamp: stamp,
-		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps,
+		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps, memoryLabels: opts.MemoryLabels,
 		kp:      rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)},
 		proprio: rosbag.Float32MultiArray{Layout: proprioLayout, Data: make([]float32, ProprioLen)}}
 	h, wd := ep.ImageSize()
@@ -250,7 +255,8 @@ type bagRecorder struct {
 	// proprio is the proprioception message.
 	proprio rosbag.Float32MultiArray
 
-	maxSteps int
+	maxSteps     int
+	memoryLabels bool
 }
 
 // errMaxSteps ends Run at RecordOptions.MaxSteps.
@@ -300,7 +306,7 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 		return err
 	}
 	h, w := r.ep.ImageSize()
-	KeypointLabels(r.kp.Data, r.ep.State(), h, w)
+	keypointLabels(r.kp.Data, r.ep.State(), h, w, r.memoryLabels)
 	return r.w.Write(r.topics.Keypoints, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.kp)
 }
 

@@ -62,6 +62,7 @@ func runRecord(env *environment, args []string) error {
 	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
 	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
 	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
+	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-recall)")
 	if err := parseFlags(fl, ros.Rest, false); err != nil {
 		return err
 	}
@@ -154,21 +155,25 @@ func runRecord(env *environment, args []string) error {
 	if cfg.maxSteps > 0 {
 		cfg.agentName += fmt.Sprintf(" max_steps=%d", cfg.maxSteps)
 	}
+	if cfg.memoryLabels = *memoryLabels; cfg.memoryLabels {
+		cfg.agentName += " memory_labels"
+	}
 	return recordDataset(ctx, env, cfg)
 }
 
 // datasetConfig is what ttm record --experts/--policy was asked for.
 type datasetConfig struct {
-	dir       string
-	tasks     []*sim.Task
-	episodes  int
-	seed      uint64
-	maxSteps  int
-	h, w      int
-	agentName string
-	expert    *sim.ExpertOptions
-	label     string // sim.LabelExpert for DAgger rollouts
-	newAgent  func(ep *sim.Episode) (sim.Agent, error)
+	dir          string
+	tasks        []*sim.Task
+	episodes     int
+	seed         uint64
+	maxSteps     int
+	memoryLabels bool
+	h, w         int
+	agentName    string
+	expert       *sim.ExpertOptions
+	label        string // sim.LabelExpert for DAgger rollouts
+	newAgent     func(ep *sim.Episode) (sim.Agent, error)
 }
 
 // errInterrupted is returned when SIGINT or SIGTERM stopped a recording.
@@ -277,7 +282,7 @@ func recordOne(ctx context.Context, cfg datasetConfig, task *sim.Task, seed uint
 		return sim.Result{}, err
 	}
 	return sim.RecordEpisode(filepath.Join(cfg.dir, file), ep, agent,
-		sim.RecordOptions{Agent: cfg.agentName, Expert: cfg.expert, MaxSteps: cfg.maxSteps, Context: ctx, Label: cfg.label})
+		sim.RecordOptions{Agent: cfg.agentName, Expert: cfg.expert, MaxSteps: cfg.maxSteps, Context: ctx, Label: cfg.label, MemoryLabels: cfg.memoryLabels})
 }
 
 func printDatasetTable(env *environment, ix *sim.Index) error {

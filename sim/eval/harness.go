@@ -493,16 +493,25 @@ type keypointer interface {
 // keypointTally sums an agent's keypoint errors, in pixels, against the
 // labels of the frames it acted on: the agent's keypoint i against
 // labelled point i (sim.KeypointLabels), as keypoint supervision pairs
-// them.
+// them. In a memory task it also sums the target keypoint's error in the
+// frames after the cue, against where the cued target is
+// (sim.MemoryKeypointLabels): what the agent remembers.
 type keypointTally struct {
-	labels [sim.KeypointLabelLen]float32
+	labels, memory [sim.KeypointLabelLen]float32
 	// framePx is the last frame's error of each point, -1 where the
 	// frame did not show it or the agent did not report it.
 	framePx  [sim.KeypointCount]float64
 	sumPx    [sim.KeypointCount]float64
 	frames   [sim.KeypointCount]int
-	reported bool
+	// rememberedPx and remembered sum the target's error after the cue.
+	rememberedPx float64
+	remembered   int
+	reported     bool
 }
+
+// RememberedTarget names the PointError of a memory task's target after
+// its cue.
+const RememberedTarget = "remembered_target"
 
 func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 	const per = sim.KeypointLabelLen / sim.KeypointCount
@@ -524,6 +533,15 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 		t.sumPx[i] += t.framePx[i]
 		t.frames[i]++
 	}
+	if s.Goal.Cue == sim.CueNone || !t.reported {
+		return
+	}
+	sim.MemoryKeypointLabels(t.memory[:], s, h, w)
+	if l, m := t.labels[per:2*per], t.memory[per:2*per]; l[2] == 0 && m[2] > 0 {
+		u, v, _ := k.Keypoint(1)
+		t.rememberedPx += math.Hypot(float64(u-m[0])*float64(w), float64(v-m[1])*float64(h))
+		t.remembered++
+	}
 }
 
 // result is the episode's PointErrors, nil if the agent reported none.
@@ -537,6 +555,9 @@ func (t *keypointTally) result() []PointError {
 		if t.frames[i] > 0 {
 			out[i].MeanPx = t.sumPx[i] / float64(t.frames[i])
 		}
+	}
+	if t.remembered > 0 {
+		out = append(out, PointError{Point: RememberedTarget, Frames: t.remembered, MeanPx: t.rememberedPx / float64(t.remembered)})
 	}
 	return out
 }

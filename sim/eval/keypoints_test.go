@@ -10,20 +10,22 @@ import (
 )
 
 // pointer holds still and reports the simulator's labelled points, the
-// hand's moved by (3, 4) pixels: by construction its keypoint error is
-// 5 px for the hand and 0 for the target. It is privileged (it reads the
-// state to know the labels) and counts the frames that showed each point.
+// hand's moved by (3, 4) pixels, and a cued target where it is after the
+// cue too: by construction its keypoint error is 5 px for the hand and 0
+// for the target, remembered or not. It is privileged (it reads the state
+// to know the labels) and counts the frames that showed each point.
 type pointer struct {
-	act    [11]float32
-	labels [sim.KeypointLabelLen]float32
-	h, w   int
-	shown  *[sim.KeypointCount]int
+	act            [11]float32
+	labels, memory [sim.KeypointLabelLen]float32
+	h, w           int
+	shown          *[sim.KeypointCount]int
 }
 
 func (*pointer) Reset(string) {}
 
 func (a *pointer) Act(o *sim.Observation) ([]float32, error) {
 	sim.KeypointLabels(a.labels[:], o.State, o.Height, o.Width)
+	sim.MemoryKeypointLabels(a.memory[:], o.State, o.Height, o.Width)
 	a.h, a.w = o.Height, o.Width
 	const per = sim.KeypointLabelLen / sim.KeypointCount
 	for i := range sim.KeypointCount {
@@ -40,7 +42,7 @@ func (a *pointer) Keypoint(i int) (u, v float32, ok bool) {
 	if i >= sim.KeypointCount {
 		return 0, 0, false
 	}
-	u, v = a.labels[i*per], a.labels[i*per+1]
+	u, v = a.memory[i*per], a.memory[i*per+1]
 	if i == 0 {
 		u, v = u+3/float32(a.w), v+4/float32(a.h)
 	}
@@ -53,18 +55,21 @@ func TestKeypointError(t *testing.T) {
 		return agentPlayer{newAgent: func() sim.Agent { return &pointer{shown: &shown} }, privileged: true}, nil
 	}}
 	quitter := customRun("quitter", func() sim.Agent { return &terminator{} })
-	cfg := Config{Tasks: tasks(t, "pick,knock"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1,
+	cfg := Config{Tasks: tasks(t, "pick,knock,cue_pick"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1,
 		Runs: []RunSpec{run, quitter}}
 	led, _, err := Evaluate(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := led.Overall.KeypointError
-	if len(got) != sim.KeypointCount {
-		t.Fatalf("overall keypoint_error %+v, want %d points", got, sim.KeypointCount)
+	if len(got) != sim.KeypointCount+1 {
+		t.Fatalf("overall keypoint_error %+v, want %d points and the remembered target", got, sim.KeypointCount)
 	}
 	if d := got[2]; d.Point != "destination" || d.Frames != 0 || shown[2] != 0 {
-		t.Errorf("pick and knock have no destination, got %+v over %d shown frames", d, shown[2])
+		t.Errorf("pick, knock and cue_pick have no destination, got %+v over %d shown frames", d, shown[2])
+	}
+	if r := got[3]; r.Point != RememberedTarget || r.Frames == 0 || r.MeanPx > 1e-3 {
+		t.Errorf("remembered target %+v, want 0 px over the frames after cue_pick's cue", r)
 	}
 	for i, want := range []float64{5, 0} {
 		pe := got[i]
@@ -73,15 +78,19 @@ func TestKeypointError(t *testing.T) {
 		}
 	}
 	for f, st := range led.PerFamily {
-		if len(st.KeypointError) != sim.KeypointCount || math.Abs(st.KeypointError[0].MeanPx-5) > 1e-3 {
-			t.Errorf("per_family.%s keypoint_error %+v, want the hand at 5 px", f, st.KeypointError)
+		want := sim.KeypointCount
+		if f == "cue_pick" {
+			want++
+		}
+		if len(st.KeypointError) != want || math.Abs(st.KeypointError[0].MeanPx-5) > 1e-3 {
+			t.Errorf("per_family.%s keypoint_error %+v, want %d points, the hand at 5 px", f, st.KeypointError, want)
 		}
 	}
 	if q := led.Run("quitter"); len(q.Overall.KeypointError) != 0 || len(q.Episodes[0].KeypointError) != 0 {
 		t.Errorf("an agent without keypoints has keypoint errors %+v", q.Overall.KeypointError)
 	}
 	sum := Summary(led, nil)
-	if !strings.Contains(sum, "## Keypoint error") || !strings.Contains(sum, "| **overall** | 5.0 / 0.0 / – | – |") {
+	if !strings.Contains(sum, "## Keypoint error") || !strings.Contains(sum, "| **overall** | 5.0 / 0.0 / – / 0.0 | – |") {
 		t.Errorf("summary lacks the keypoint table:\n%s", sum)
 	}
 	led.Runs = led.Runs[1:]
