@@ -500,9 +500,9 @@ type keypointTally struct {
 	labels, memory [sim.KeypointLabelLen]float32
 	// framePx is the last frame's error of each point, -1 where the
 	// frame did not show it or the agent did not report it.
-	framePx  [sim.KeypointCount]float64
-	sumPx    [sim.KeypointCount]float64
-	frames   [sim.KeypointCount]int
+	framePx [sim.KeypointCount]float64
+	sumPx   [sim.KeypointCount]float64
+	frames  [sim.KeypointCount]int
 	// rememberedPx and remembered sum the target's error after the cue.
 	rememberedPx float64
 	remembered   int
