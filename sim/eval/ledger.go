@@ -74,10 +74,10 @@ type Stats struct {
 	// Terminated counts the episodes the agent ended itself.
 	Terminated int `json:"terminated"`
 	// KeypointError is the agent's image-point error over these episodes'
-	// frames; absent for agents without keypoints. In memory tasks a
-	// fourth entry, RememberedTarget, is the target keypoint's error in
-	// the frames after the cue, which no longer show which object or
-	// drawer it marked.
+	// frames; absent for agents without keypoints. In a memory task that
+	// cues an object (cue_pick) a fourth entry, RememberedTarget, is the
+	// target keypoint's error in the frames after the cue, which no
+	// longer show which object it marked.
 	KeypointError []PointError `json:"keypoint_error,omitempty"`
 	// ExpertAgreement pools the episodes' agreement with the expert;
 	// absent for the expert itself.

@@ -46,7 +46,7 @@ func Summary(l *Ledger, t *Timing) string {
 		return fmt.Sprintf("%.1f / %.1f", *st.MeanStepsToSuccess, *st.MedianStepsToSuccess)
 	})
 	if hasKeypoints(l) {
-		fmt.Fprintf(&b, "\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (%s), over the frames that showed each (– where none did); meaningful for checkpoints trained with keypoint supervision. In memory tasks a fourth number is the target keypoint's error in the frames after the cue, against where the cued target is: what the policy remembers.\n\n", strings.Join(sim.KeypointNames[:], " / "))
+		fmt.Fprintf(&b, "\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (%s), over the frames that showed each (– where none did); meaningful for checkpoints trained with keypoint supervision. In a memory task that cues an object a fourth number is the target keypoint's error in the frames after the cue, against where the cued object is: what the policy remembers.\n\n", strings.Join(sim.KeypointNames[:], " / "))
 		table(&b, l, rows, func(st Stats) string {
 			if len(st.KeypointError) == 0 {
 				return "–"
