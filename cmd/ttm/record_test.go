@@ -198,3 +198,37 @@ func TestRecordSIGINT(t *testing.T) {
 		t.Errorf("after the rerun %d episodes, want at least %d", len(ix.Episodes), 8*3)
 	}
 }
+
+// TestRecordMemoryLabels: --memory-labels records cue_pick's target in the
+// frames after the cue, where a plain recording of the same episode leaves
+// it unlabelled, and says so in the index's agent.
+func TestRecordMemoryLabels(t *testing.T) {
+	targetFrames := func(dir string, extra ...string) (after, total int, agent string) {
+		args := append([]string{"record", "--experts", "--tasks", "cue_pick", "--episodes", "1", "--seed", "3", "--size", "64x80", "--out", dir}, extra...)
+		if code, _, stderr := runCmd(t, args...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", extra, code, stderr)
+		}
+		ix := checkDataset(t, dir)
+		ep, err := sim.ReadEpisode(filepath.Join(dir, ix.Episodes[0].File), sim.ReadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, s := range ep.Steps {
+			if len(s.Keypoints) != sim.KeypointLabelLen {
+				t.Fatalf("step %d: %d keypoint label values", k, len(s.Keypoints))
+			}
+			if s.Keypoints[5] > 0 && k >= 3 {
+				after++
+			}
+		}
+		return after, len(ep.Steps), ix.Agent
+	}
+	plain, n, agent := targetFrames(filepath.Join(t.TempDir(), "plain"))
+	mem, m, memAgent := targetFrames(filepath.Join(t.TempDir(), "memory"), "--memory-labels")
+	if n != m || plain != 0 || mem < n/2 {
+		t.Errorf("target labelled after the cue in %d of %d frames plainly, %d of %d with --memory-labels", plain, n, mem, m)
+	}
+	if strings.Contains(agent, "memory_labels") || !strings.HasSuffix(memAgent, " memory_labels") {
+		t.Errorf("agents %q and %q", agent, memAgent)
+	}
+}
