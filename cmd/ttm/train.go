@@ -61,6 +61,8 @@ type datasetUse struct {
 	ExpertLabelled int `json:"expert_labelled"`
 	FailedKept     int `json:"failed_kept"`
 	Skipped        int `json:"skipped"`
+	// OtherTasks counts the episodes of tasks --tasks left out.
+	OtherTasks int `json:"other_tasks,omitempty"`
 }
 
 func runTrain(env *environment, args []string) error {
@@ -84,6 +86,7 @@ func runTrain(env *environment, args []string) error {
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
 	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions); default: the preset's, blind for small-keypoints")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
+	taskNames := fl.String("tasks", "all", "train on these tasks' episodes of the datasets only: all, families, memory, or names separated by commas")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
@@ -104,6 +107,16 @@ func runTrain(env *environment, args []string) error {
 	dirs, err := splitDataFlag(*data)
 	if err != nil {
 		return err
+	}
+	selected, err := sim.SelectTasks(*taskNames)
+	if err != nil {
+		return fmt.Errorf("%w: --tasks: %v", errUsage, err)
+	}
+	var tasks []string // nil: every task
+	if *taskNames != "all" {
+		for _, t := range selected {
+			tasks = append(tasks, t.Name)
+		}
 	}
 	if err := requireFlag("out", *out); err != nil {
 		return err
@@ -172,7 +185,7 @@ func runTrain(env *environment, args []string) error {
 		backbone = files.backbone
 	}
 
-	eps, total, uses, err := loadTrainingSet(env, p, dirs, *cacheDir, *allEpisodes)
+	eps, total, uses, err := loadTrainingSet(env, p, dirs, *cacheDir, tasks, *allEpisodes)
 	if err != nil {
 		return err
 	}
@@ -264,7 +277,7 @@ func splitDataFlag(data string) ([]string, error) {
 // a subfolder of cacheDir per dataset. With several datasets, episodes are
 // named by their folder's absolute path and bag, so the trainer's record of
 // its episodes (which resuming checks) tells the datasets apart.
-func loadTrainingSet(env *environment, p *policy.Policy, dirs []string, cacheDir string, all bool) ([]*train.Episode, int, []datasetUse, error) {
+func loadTrainingSet(env *environment, p *policy.Policy, dirs []string, cacheDir string, tasks []string, all bool) ([]*train.Episode, int, []datasetUse, error) {
 	var eps []*train.Episode
 	var uses []datasetUse
 	total := 0
@@ -280,7 +293,7 @@ func loadTrainingSet(env *environment, p *policy.Policy, dirs []string, cacheDir
 		if len(dirs) > 1 {
 			qualify = mustAbs(dir)
 		}
-		got, use, err := loadDataset(env, p, dir, cache, qualify, all)
+		got, use, err := loadDataset(env, p, dir, cache, qualify, tasks, all)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -293,7 +306,7 @@ func loadTrainingSet(env *environment, p *policy.Policy, dirs []string, cacheDir
 		if len(dirs) > 1 {
 			what = "datasets " + strings.Join(dirs, ", ")
 		}
-		return nil, 0, nil, fmt.Errorf("%s: no successful or expert-labelled episodes (--all-episodes takes the others)", what)
+		return nil, 0, nil, fmt.Errorf("%s: no successful or expert-labelled episodes (--all-episodes takes the others) of the tasks asked for", what)
 	}
 	return eps, total, uses, nil
 }
@@ -307,8 +320,9 @@ func datasetCacheName(dir string) string {
 }
 
 // loadDataset reads one dataset's episodes (see loadTrainingSet); their
-// names are prefixed with qualify and "/" when qualify is not empty.
-func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify string, all bool) ([]*train.Episode, datasetUse, error) {
+// names are prefixed with qualify and "/" when qualify is not empty, and
+// only the episodes of tasks are kept (nil: all).
+func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify string, tasks []string, all bool) ([]*train.Episode, datasetUse, error) {
 	log := env.log.Named("data")
 	use := datasetUse{Dir: dir}
 	ix, err := sim.ReadIndex(dir)
@@ -329,6 +343,10 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 	encoded, began := 0, time.Now()
 	last := began
 	for i, e := range ix.Episodes {
+		if tasks != nil && !slices.Contains(tasks, e.Task) {
+			use.OtherTasks++
+			continue
+		}
 		expert := e.Label == sim.LabelExpert
 		if !e.Success && !expert && !all {
 			use.Skipped++
@@ -394,7 +412,7 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 		}
 	}
 	log.Info("episodes ready", "dir", dir, "episodes", use.Episodes, "steps", use.Steps, "expert_labelled", use.ExpertLabelled,
-		"failed_kept", use.FailedKept, "skipped", use.Skipped, "encoded", encoded, "cache", cache.Dir,
+		"failed_kept", use.FailedKept, "skipped", use.Skipped, "other_tasks", use.OtherTasks, "encoded", encoded, "cache", cache.Dir,
 		"took", time.Since(began).Round(time.Millisecond))
 	return eps, use, nil
 }

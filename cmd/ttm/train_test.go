@@ -119,6 +119,28 @@ func TestTrainCommand(t *testing.T) {
 	}
 }
 
+// TestTrainTasks: --tasks keeps the named tasks' episodes of a dataset and
+// leaves the others out, counted; with none left the run stops with an
+// error that says why; an unknown task is a usage error.
+func TestTrainTasks(t *testing.T) {
+	data, out := t.TempDir(), t.TempDir()
+	recordTinyDataset(t, data, 2) // two pick episodes
+	args := func(tasks string) []string {
+		return []string{"train", "--data", data, "--preset", "small", "--out", filepath.Join(out, tasks, "p.safetensors"), "--steps", "1", "--batch", "2",
+			"--window", "4", "--tasks", tasks}
+	}
+	if code, _, stderr := runCmd(t, args("pick,knock")...); code != 0 || !strings.Contains(stderr, "episodes=2") || !strings.Contains(stderr, "other_tasks=0") {
+		t.Fatalf("--tasks pick,knock: exit %d:\n%s", code, stderr)
+	}
+	code, _, stderr := runCmd(t, args("knock")...)
+	if code != 1 || !strings.Contains(stderr, "other_tasks=2") || !strings.Contains(stderr, "of the tasks asked for") {
+		t.Errorf("--tasks knock on a pick dataset: exit %d:\n%s", code, stderr)
+	}
+	if code, _, _ := runCmd(t, args("juggle")...); code != 2 {
+		t.Errorf("--tasks juggle: exit %d, want 2 (usage)", code)
+	}
+}
+
 func TestTrainUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"train", "--out", "x.safetensors"},
