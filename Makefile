@@ -15,7 +15,7 @@ APT_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev \
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup build test test-short bench soak demo train eval fuzz install-launch clean
+.PHONY: help setup build test test-short bench soak demo train eval memory fuzz install-launch clean
 
 help:
 	@echo "make setup   install the Debian packages and Go modules (idempotent)"
@@ -25,6 +25,7 @@ help:
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~15 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
+	@echo "make memory  memory and no-memory twins on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~45 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
@@ -104,6 +105,18 @@ EVAL_EPISODES ?= 50
 eval: build
 	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
 		--size 128x160 --out $(TRAIN_DIR)/eval
+
+# The memory comparison of README "Memory-steered FiLM" (session 15): twins
+# with and without memory on a family and its memory task, ~45 min.
+MEMORY_TASKS ?= drawer,pointed_drawer
+MEMORY_DIR ?= bin/memory
+MEMORY_ARGS ?= --preset small-recall --keypoint-weight 1 --geometry-labels --censor-bounds --steps 2000 --window 16 --batch 16
+memory: build
+	$(BIN) record --experts --tasks $(MEMORY_TASKS) --episodes 300 --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels --out $(MEMORY_DIR)/data
+	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --out $(MEMORY_DIR)/memory/policy.safetensors
+	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --no-memory --out $(MEMORY_DIR)/no-memory/policy.safetensors
+	$(BIN) eval --policy $(MEMORY_DIR)/memory/policy.safetensors --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --ablations nomem,knockout --out $(MEMORY_DIR)/eval-memory
+	$(BIN) eval --policy $(MEMORY_DIR)/no-memory/policy.safetensors --no-memory --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --out $(MEMORY_DIR)/eval-no-memory
 
 # The node under load for SOAK (robot preset, 10 Hz, a 15 Hz camera): deadline
 # misses, loop jitter, image-to-action latency, RSS; results in bin/soak.json.

@@ -546,13 +546,8 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	}
 	clear(l.dPooled)
 	nn.DenseBackward(l.dPooled, g.kernel, g.bias, l.dLogits, l.pooled, hd.kernel, 1, d, hd.width)
-	inv := 1 / float32(r) // the mean's factor, as logitsOf applies it
-	for t := range r {
-		row := dOut[t*d : (t+1)*d]
-		for j, v := range l.dPooled {
-			row[j] = v * inv
-		}
-	}
+	clear(dOut)
+	addMeanBackward(dOut, l.dPooled, r)
 	return loss, correct, labels
 }
 
