@@ -25,7 +25,7 @@ help:
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~15 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
-	@echo "make memory  memory and no-memory twins on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~45 min"
+	@echo "make memory  memory and no-memory twins on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~25 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
@@ -107,7 +107,7 @@ eval: build
 		--size 128x160 --out $(TRAIN_DIR)/eval
 
 # The memory comparison of README "Memory-steered FiLM" (session 15): twins
-# with and without memory on a family and its memory task, ~45 min.
+# with and without memory on a family and its memory task, ~25 min.
 MEMORY_TASKS ?= drawer,pointed_drawer
 MEMORY_DIR ?= bin/memory
 MEMORY_ARGS ?= --preset small-recall --keypoint-weight 1 --geometry-labels --censor-bounds --steps 2000 --window 16 --batch 16
