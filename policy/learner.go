@@ -472,7 +472,7 @@ func (l *Learner) filmEmbedding(t int, st *State) []float32 {
 	case l.tape.NoMemory:
 	case t > 0:
 		fb = l.pooledAt[t-1]
-	case len(st.Feedback) == l.p.spec.TTM.Dim:
+	case l.p.feedbackOf(st, false) != nil:
 		fb = l.carried // Window advances st before the backward pass reads fb
 		copy(fb, st.Feedback)
 	}

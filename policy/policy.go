@@ -347,12 +347,17 @@ func (p *Policy) filmEmbedding(emb []float32, st *State) []float32 {
 	if !p.spec.Policy.MemoryFiLM {
 		return emb
 	}
-	var fb []float32
-	if !p.machine.NoMemory && len(st.Feedback) == p.spec.TTM.Dim {
-		fb = st.Feedback
-	}
-	p.head.filmEmbedding(p.filmEmb, emb, fb)
+	p.head.filmEmbedding(p.filmEmb, emb, p.feedbackOf(st, p.machine.NoMemory))
 	return p.filmEmb
+}
+
+// feedbackOf is the output st feeds back into FiLM: nil under the
+// no-memory ablation or for a state without one.
+func (p *Policy) feedbackOf(st *State, noMemory bool) []float32 {
+	if noMemory || len(st.Feedback) != p.spec.TTM.Dim {
+		return nil
+	}
+	return st.Feedback
 }
 
 // proprioInput returns the proprioception token's input for the robot's
