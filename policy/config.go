@@ -92,7 +92,22 @@ type Config struct {
 	// would have been: the keypoint token finds the cued target in frames
 	// that no longer show the cue. TTM policies only.
 	MemoryFiLM bool `json:"memory_film,omitempty"`
+	// GoalProbe adds a probe on the pooled output: a Dense layer (d to
+	// GoalLen) that regresses, at every step, where the goal stood at the
+	// episode's start in the starting base frame (StepData.Goal), as an
+	// auxiliary loss (Learner.GoalWeight). It does not act. Once a memory
+	// task's cue is gone only the memory knows that place: the probe gives
+	// the memory a reason to keep the cue at every step, where the actions
+	// that depend on it are a few steps of a long episode.
+	GoalProbe bool `json:"goal_probe,omitempty"`
 }
+
+// GoalLen is the goal probe's output: x, y, z in GoalUnit.
+const GoalLen = 3
+
+// GoalUnit is the goal probe's unit in metres (10 cm): the two drawers'
+// handles, 20 cm apart, are two units apart.
+const GoalUnit = 0.1
 
 // validateMixture checks ArmMixture against the action space, which must
 // be valid.
@@ -336,6 +351,7 @@ func Presets() map[string]Spec {
 	//
 	// small-recall: small-target whose FiLM also reads the previous
 	// step's TTM output (MemoryFiLM).
+	// small-probe: small-recall with a goal probe (GoalProbe).
 	// small-mixture: small-target whose arm displacement is a mixture of
 	// 4 components of sd 0.25 action units (1.25 cm), see ArmMixture.
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
@@ -376,6 +392,12 @@ func Presets() map[string]Spec {
 		"small-recall": {
 			Policy: Config{Preset: "small-recall", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true},
+			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		"small-probe": {
+			Policy: Config{Preset: "small-probe", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				MemoryFiLM: true, GoalProbe: true},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},

@@ -61,6 +61,22 @@ type actionHead struct {
 	// nFeedback is the language width E with Config.MemoryFiLM, else 0.
 	nFeedback int
 	feedbackW []float32 // (d, E): the previous step's pooled output into FiLM's embedding
+	// nGoal is GoalLen with Config.GoalProbe, else 0.
+	nGoal int
+	goalW []float32 // (d, GoalLen)
+	goalB []float32 // (GoalLen)
+}
+
+// goalProbe writes the goal probe's estimate of pooled (d) into goal
+// (GoalLen).
+func (h *actionHead) goalProbe(goal, pooled []float32) {
+	nn.Dense(goal, pooled, h.goalW, h.goalB, 1, h.dim, h.nGoal)
+}
+
+// goalProbeBackward accumulates the probe's gradients into g's goalW and
+// goalB, and ∂loss/∂pooled into dPooled (d), from dGoal (GoalLen).
+func (h *actionHead) goalProbeBackward(g *actionHead, dPooled, dGoal, pooled []float32) {
+	nn.DenseBackward(dPooled, g.goalW, g.goalB, dGoal, pooled, h.goalW, 1, h.dim, h.nGoal)
 }
 
 // filmEmbedding writes FiLM's conditioning for one step into dst (E): the
@@ -191,6 +207,9 @@ func newActionHead(c Config, d, langWidth int) *actionHead {
 	if c.MemoryFiLM {
 		h.nFeedback = langWidth
 	}
+	if c.GoalProbe {
+		h.nGoal = GoalLen
+	}
 	if c.ArmMixture > 0 {
 		h.mix = armMixture{k: c.ArmMixture, sigma: c.ArmMixtureSigma, dims: [armDims]int{DimWorldX, DimWorldY, DimWorldZ}}
 	}
@@ -219,6 +238,10 @@ func (h *actionHead) specs(prefix string) []paramSpec {
 	}
 	if h.nFeedback > 0 {
 		s = append(s, paramSpec{prefix + "memory_film/kernel", []int{h.dim, h.nFeedback}, &h.feedbackW})
+	}
+	if h.nGoal > 0 {
+		s = append(s, paramSpec{prefix + "goal_probe/kernel", []int{h.dim, h.nGoal}, &h.goalW})
+		s = append(s, paramSpec{prefix + "goal_probe/bias", []int{h.nGoal}, &h.goalB})
 	}
 	return s
 }

@@ -153,6 +153,11 @@ type StepData struct {
 	// target geometry from the policy's own keypoints, as it acts, instead
 	// of from the labels.
 	OwnGeometry bool
+	// Goal, optional, labels the goal probe (Config.GoalProbe): where the
+	// episode's goal stood at its start, in the starting base frame, in
+	// GoalUnit (GoalLen values); used when the Learner's GoalWeight is
+	// positive.
+	Goal []float32
 }
 
 // WindowStats sums a window's loss and accuracy.
@@ -164,6 +169,9 @@ type WindowStats struct {
 	// KeypointLoss sums the keypoint supervision's loss (times
 	// KeypointWeight); it is not part of Loss.
 	KeypointLoss float64
+	// GoalLoss sums the goal probe's loss, ½‖estimate - StepData.Goal‖²
+	// times GoalWeight; it is not part of Loss.
+	GoalLoss float64
 }
 
 // Learner computes one window's loss and gradients. Each worker goroutine
@@ -203,6 +211,10 @@ type Learner struct {
 	// the policy learns to trust the geometry while its keypoint is still
 	// learning, and acts on its own keypoint at inference.
 	GeometryFromLabels bool
+	// GoalWeight, when positive, adds the goal probe's loss on
+	// StepData.Goal to the loss with this weight (a policy with
+	// Config.GoalProbe).
+	GoalWeight float32
 
 	p          *Policy
 	maxSteps   int
@@ -240,6 +252,9 @@ type Learner struct {
 	dFilm    []float32   // (E)
 	dFb      []float32   // (d)
 	carried  []float32   // (d) the state's feedback at the window's start
+	// With GoalProbe:
+	goal  []float32 // (GoalLen) the probe's estimate
+	dGoal []float32 // (GoalLen)
 }
 
 // NewLearner prepares a learner for windows of up to steps steps on
@@ -284,6 +299,9 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 			l.filmEmb = append(l.filmEmb, make([]float32, p.spec.Language.Width))
 			l.pooledAt = append(l.pooledAt, make([]float32, d))
 		}
+	}
+	if p.spec.Policy.GoalProbe {
+		l.goal, l.dGoal = make([]float32, GoalLen), make([]float32, GoalLen)
 	}
 	if p.spec.Policy.MemoryFiLM {
 		l.feedback = make([][]float32, steps)
@@ -342,6 +360,14 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 					i, len(s.Keypoints), vision.KeypointLabelLen, v.Head.Dim)
 			}
 		}
+		if l.GoalWeight > 0 && s.Goal != nil {
+			if l.goal == nil {
+				return WindowStats{}, errors.New("policy: goal labels, but the policy has no goal probe")
+			}
+			if len(s.Goal) != GoalLen {
+				return WindowStats{}, fmt.Errorf("policy: learner step %d: %d goal values, want %d", i, len(s.Goal), GoalLen)
+			}
+		}
 	}
 	p.lang.Forward(l.emb, l.langPooled, tok)
 
@@ -394,7 +420,10 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			l.tape.Forward(st.Memory, in, l.outputs)
 		}
 		loss, correct, labels := l.lossStep(l.dOutputs[t], s.Action, scale)
-		if math.IsNaN(loss) || math.IsInf(loss, 0) {
+		if l.GoalWeight > 0 && s.Goal != nil {
+			stats.GoalLoss += l.goalStep(l.dOutputs[t], s.Goal, scale)
+		}
+		if math.IsNaN(loss) || math.IsInf(loss, 0) || math.IsNaN(stats.GoalLoss) || math.IsInf(stats.GoalLoss, 0) {
 			return stats, ErrNonFinite
 		}
 		if l.pooledAt != nil {
@@ -549,6 +578,25 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	clear(dOut)
 	addMeanBackward(dOut, l.dPooled, r)
 	return loss, correct, labels
+}
+
+// goalStep scores the goal probe on the step's pooled output against goal
+// (GoalLen), accumulates the probe's gradients (times scale·GoalWeight)
+// and adds scale·∂loss/∂O into dOut (r, d). It returns the loss,
+// GoalWeight·½‖estimate - goal‖².
+func (l *Learner) goalStep(dOut, goal []float32, scale float32) float64 {
+	hd := l.p.head
+	hd.goalProbe(l.goal, l.pooled)
+	var loss float64
+	for i, y := range goal {
+		diff := l.goal[i] - y
+		loss += 0.5 * float64(diff) * float64(diff)
+		l.dGoal[i] = scale * l.GoalWeight * diff
+	}
+	clear(l.dPooled)
+	hd.goalProbeBackward(l.gOwn, l.dPooled, l.dGoal, l.pooled)
+	addMeanBackward(dOut, l.dPooled, l.p.spec.TTM.ProcessSize)
+	return float64(l.GoalWeight) * loss
 }
 
 // crossEntropy returns -log softmax(logits)[label] and writes its gradient,

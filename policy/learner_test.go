@@ -134,7 +134,10 @@ func TestLearnerGradients(t *testing.T) {
 		proprio    bool // a proprioception token
 		mixture    int  // the arm mixture's components (with proprio)
 		memoryFiLM bool // FiLM reads the previous step's output (with proprio)
+		goalProbe  bool // the goal probe's loss too (with proprio)
 	}{{name: "proprio-continuous-arm", history: 2, blind: true, proprio: true},
+		{name: "goal-probe", history: 1, blind: true, proprio: true, memoryFiLM: true, goalProbe: true},
+		{name: "goal-probe-no-memory", history: 2, blind: true, proprio: true, goalProbe: true, noMemory: true},
 		{name: "memory-film", history: 1, blind: true, proprio: true, memoryFiLM: true},
 		{name: "memory-film-no-memory", history: 1, blind: true, proprio: true, memoryFiLM: true, noMemory: true},
 		{name: "proprio-arm-mixture", history: 2, blind: true, proprio: true, mixture: 3},
@@ -160,12 +163,17 @@ func TestLearnerGradients(t *testing.T) {
 					if tc.mixture > 0 {
 						s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = tc.mixture, 0.3
 					}
-					s.Policy.MemoryFiLM = tc.memoryFiLM
+					s.Policy.MemoryFiLM, s.Policy.GoalProbe = tc.memoryFiLM, tc.goalProbe
 				}
 			}
 			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
 			const T, n = 3, 5
 			steps := learnerSteps(p, T, n, 7)
+			if tc.goalProbe { // far from the probe's first estimates, so that its gradient dominates
+				for i := range steps {
+					steps[i].Goal = []float32{4, -3 + float32(i), 6}
+				}
+			}
 			if tc.supervised { // the hand and a target, one out of view at step 1
 				for i := range steps {
 					steps[i].Keypoints = []float32{0.1 + 0.2*float32(i), 0.5, 1, 0.7, 0.5, float32(i % 2)}
@@ -219,6 +227,9 @@ func TestLearnerGradients(t *testing.T) {
 			if tc.supervised {
 				l.KeypointWeight, l.KeypointSigma = 0.7, 1
 			}
+			if tc.goalProbe {
+				l.GoalWeight = 2
+			}
 			lossAt := func() float64 {
 				st := start.Clone()
 				l.ZeroGrads()
@@ -229,7 +240,10 @@ func TestLearnerGradients(t *testing.T) {
 				if tc.supervised && !(s.KeypointLoss > 0) {
 					t.Fatalf("keypoint loss %v with labels", s.KeypointLoss)
 				}
-				return s.Loss + s.KeypointLoss
+				if tc.goalProbe && !(s.GoalLoss > 0) {
+					t.Fatalf("goal loss %v with labels", s.GoalLoss)
+				}
+				return s.Loss + s.KeypointLoss + s.GoalLoss
 			}
 			// The window model's attention over 6 steps' tokens curves
 			// enough that central differences of step 1e-2 are off by up
@@ -323,6 +337,7 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 			h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 			s.Policy.Padding = 0
 			s.Policy.MemoryFiLM = memoryFiLM
+			s.Policy.GoalProbe = memoryFiLM // and with it the goal probe's loss
 		}
 	}
 	p := learnerPolicyWith(t, "", 2, blind, edit)
@@ -337,10 +352,18 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 	p.lang.Forward(emb, make([]float32, p.spec.Language.TokenDim), tok)
 
 	l := NewLearner(p, T, n)
+	if p.spec.Policy.GoalProbe {
+		l.GoalWeight = 1.5
+		for i := range steps {
+			steps[i].Goal = []float32{7, -2, float32(i)}
+		}
+	}
 	st := p.NewState()
-	if _, err := l.Window(st, tok, steps, 1); err != nil {
+	stats, err := l.Window(st, tok, steps, 1)
+	if err != nil {
 		t.Fatal(err)
 	}
+	var goalLoss float64 // the inference's goal estimates scored as the learner scores them
 	// Inference: the same frames through the head, then StepTokens with
 	// the demonstrated previous actions.
 	ref := p.NewState()
@@ -357,6 +380,12 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 		if err := p.StepTokens(frame, q, ref, action); err != nil {
 			t.Fatal(err)
 		}
+		for i, y := range s.Goal {
+			goalLoss += 0.5 * float64(l.GoalWeight) * sq(float64(p.GoalEstimate()[i]-y))
+		}
+	}
+	if math.Abs(stats.GoalLoss-goalLoss) > 1e-4*(1+goalLoss) || p.spec.Policy.GoalProbe != (goalLoss > 0) {
+		t.Fatalf("goal loss: learner %v, inference %v", stats.GoalLoss, goalLoss)
 	}
 	for i, v := range ref.Memory.Tokens {
 		if d := math.Abs(float64(v - st.Memory.Tokens[i])); d > 1e-4*(1+math.Abs(float64(v))) {
@@ -419,19 +448,28 @@ func TestLearnerMatchesStepTokensSeq(t *testing.T) {
 }
 
 func TestLearnerDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"", "recurrent", "arm-mixture"} {
+	for _, model := range []string{"", "recurrent", "arm-mixture", "goal-probe"} {
 		var p *Policy
-		if model == "arm-mixture" {
+		switch model {
+		case "arm-mixture":
 			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) {
 				s.Policy.ActionSpace, s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = RT1ContinuousArm(), 4, 0.25
 			})
-		} else {
+		case "goal-probe":
+			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) { s.Policy.GoalProbe = true })
+		default:
 			p = learnerPolicyModel(t, model, 1, false)
 		}
 		const T, n = 4, 5
 		steps := learnerSteps(p, T, n, 13)
 		tok, _ := p.Tokenize("knock over the can")
 		l := NewLearner(p, T, n)
+		if model == "goal-probe" {
+			l.GoalWeight = 1
+			for i := range steps {
+				steps[i].Goal = []float32{1, 2, 3}
+			}
+		}
 		st := p.NewState()
 		allocs := testing.AllocsPerRun(5, func() {
 			st.Reset()
@@ -458,10 +496,20 @@ func TestLearnerRejectsBadWindows(t *testing.T) {
 		{"too long", good},
 		{"short features", []StepData{{Features: good[0].Features[:7], Prev: good[0].Prev, Action: good[0].Action}}},
 		{"short action", []StepData{{Features: good[0].Features, Prev: good[0].Prev, Action: good[0].Action[:3]}}},
+		{"goal labels without a probe", []StepData{{Features: good[0].Features, Prev: good[0].Prev, Action: good[0].Action, Goal: []float32{1, 2, 3}}}},
 	} {
+		l.GoalWeight = 1
 		if _, err := l.Window(p.NewState(), tok, tc.steps, 1); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+	probe := learnerPolicyWith(t, "", 1, false, func(s *Spec) { s.Policy.GoalProbe = true })
+	l = NewLearner(probe, 2, 5)
+	l.GoalWeight = 1
+	steps := learnerSteps(probe, 1, 5, 1)
+	steps[0].Goal = []float32{1, 2}
+	if _, err := l.Window(probe.NewState(), tok, steps, 1); err == nil || !strings.Contains(err.Error(), "goal values") {
+		t.Errorf("goal labels of 2 values: %v", err)
 	}
 }
 

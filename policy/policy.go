@@ -139,6 +139,7 @@ type Policy struct {
 	zeroAction []float32
 	proprio    []float32 // the proprioception token's input: the robot's values, then the target geometry's
 	filmEmb    []float32 // (E) FiLM's conditioning with MemoryFiLM
+	goal       []float32 // (GoalLen) the goal probe's last estimate; nil without
 }
 
 // assembleSeq builds a policy around another sequence model than the TTM
@@ -162,6 +163,9 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 		pooled: make([]float32, c.Dim),
 		action: make([]float32, spec.Policy.ActionSpace.Len()), zeroAction: make([]float32, spec.Policy.ActionSpace.Len()),
 		proprio: make([]float32, spec.Policy.proprioInputs()), filmEmb: make([]float32, spec.Language.Width),
+	}
+	if spec.Policy.GoalProbe {
+		p.goal = make([]float32, GoalLen)
 	}
 	if model != nil {
 		p.machine, p.saved = ttm.NewMachine(model), ttm.NewMemory(c)
@@ -210,6 +214,13 @@ func (p *Policy) initOwn(seed uint64) {
 			p.head.propW[i] = float32((2*r.Float64() - 1) * limit)
 		}
 		clear(p.head.propB)
+	}
+	if n := p.head.nGoal; n > 0 {
+		limit := math.Sqrt(6 / float64(n+p.head.dim))
+		for i := range p.head.goalW {
+			p.head.goalW[i] = float32((2*r.Float64() - 1) * limit)
+		}
+		clear(p.head.goalB)
 	}
 }
 
@@ -466,6 +477,9 @@ func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float3
 		p.machine.Step(st.Memory, p.input, p.output)
 	}
 	p.head.decode(p.action, p.logits, p.pooled, p.output, c.ProcessSize)
+	if p.goal != nil {
+		p.head.goalProbe(p.goal, p.pooled)
+	}
 	if !finite(p.logits) || !finite(p.output) {
 		if p.seqModel != nil {
 			st.Seq.CopyFrom(p.savedSeq)
@@ -481,6 +495,12 @@ func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float3
 	copy(action, p.action)
 	return nil
 }
+
+// GoalEstimate returns the goal probe's estimate after the last step
+// (Config.GoalProbe): where the goal stood at the episode's start, in the
+// starting base frame, in GoalUnit (x, y, z). It is a view that the next
+// step overwrites; nil for a policy without the probe.
+func (p *Policy) GoalEstimate() []float32 { return p.goal }
 
 // actionInput is the action the action tokens encode: the previous one,
 // or zeros for a policy with BlindActions.

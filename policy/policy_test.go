@@ -251,12 +251,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall", "small-probe"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall": // colour patches and the hidden stage in the front end
+		case "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall", "small-probe": // colour patches and the hidden stage in the front end
 			var err error
 			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
@@ -446,6 +446,85 @@ func presetCheckpoint(tb testing.TB, name string) string {
 		tb.Fatal(err)
 	}
 	return path
+}
+
+// TestGoalProbe: a small-probe policy's goal probe is the Dense layer of
+// the step's pooled output, computed here by hand; it does not change the
+// action; it survives a checkpoint; policies without it report none.
+func TestGoalProbe(t *testing.T) {
+	path := presetCheckpoint(t, "small-probe")
+	p, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	for i := range p.head.goalB {
+		p.head.goalB[i] = float32(r.NormFloat64())
+	}
+	p.ParamsChanged()
+	obs := &Observation{Frame: frame(5), Instruction: "open the drawer the arrow pointed at", Proprio: []float32{0.5, 0, 0.9, 0}}
+	act := make([]float32, p.ActionSpace().Len())
+	st := p.NewState()
+	for range 2 {
+		if err := p.Step(obs, st, act); err != nil {
+			t.Fatal(err)
+		}
+	}
+	est := p.GoalEstimate()
+	if len(est) != GoalLen {
+		t.Fatalf("goal estimate %v, want %d values", est, GoalLen)
+	}
+	d := p.spec.TTM.Dim
+	for j := range GoalLen {
+		want := float64(p.head.goalB[j])
+		for i := range d {
+			want += float64(p.pooled[i]) * float64(p.head.goalW[i*GoalLen+j])
+		}
+		if math.Abs(float64(est[j])-want) > 1e-4*(1+math.Abs(want)) {
+			t.Errorf("goal estimate[%d] = %v, by hand %v", j, est[j], want)
+		}
+	}
+
+	// The probe does not act: other probe weights, the same action.
+	snap := st.Clone()
+	ref := slices.Clone(act)
+	saved := slices.Clone(p.head.goalW)
+	for i := range p.head.goalW {
+		p.head.goalW[i] = float32(r.NormFloat64())
+	}
+	p.ParamsChanged()
+	p.Step(obs, st, act)
+	st.CopyFrom(snap)
+	copy(p.head.goalW, saved)
+	p.ParamsChanged()
+	p.Step(obs, st, ref)
+	if !slices.Equal(act, ref) {
+		t.Errorf("the goal probe changed the action: %v against %v", act, ref)
+	}
+
+	out := filepath.Join(t.TempDir(), "probe.safetensors")
+	if err := p.SaveAs(out, filepath.Join(filepath.Dir(path), p.Spec().Vision.Backbone.File)); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Load(out, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	if !slices.Equal(q.head.goalW, p.head.goalW) || !slices.Equal(q.head.goalB, p.head.goalB) || !q.Spec().Policy.GoalProbe {
+		t.Error("the goal probe did not survive a checkpoint")
+	}
+
+	plain, err := Load(presetCheckpoint(t, "small-recall"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	plain.Step(obs, plain.NewState(), act)
+	if plain.GoalEstimate() != nil {
+		t.Error("a policy without a goal probe reports an estimate")
+	}
 }
 
 // TestMemoryFiLM: a small-recall policy's FiLM reads the previous step's

@@ -64,6 +64,20 @@ func NewEpisode(task *Task, seed uint64, opts Options) (*Episode, error) {
 		cueSteps: cueFrames(&s.Goal)}, nil
 }
 
+// StartGoal is where task's goal stands at the start of its episode with
+// seed, in the robot's base frame at that start (metres): the goal's object
+// (a memory task's cued one; put_back's, on the spot it must return to)
+// or a drawer goal's handle. Once a memory task's cue is gone, only a
+// policy that remembers the cue knows this point.
+func StartGoal(task *Task, seed uint64) (Vec3, error) {
+	ep, err := NewEpisode(task, seed, Options{})
+	if err != nil {
+		return Vec3{}, err
+	}
+	defer ep.Close()
+	return ep.s.ToBase(ep.s.goalPoint()), nil
+}
+
 // cueFrames is the number of first frames that show g's memory cue: the
 // ring or arrow's Goal.CueSteps, or, for put_back, every frame up to the
 // one where the slide arrives (the frame of step SlideStart+SlideSteps-1).

@@ -271,3 +271,59 @@ func BenchmarkStep(b *testing.B) {
 		ep.Step(x.Act(ep.State()))
 	}
 }
+
+// TestStartGoal: the goal probe's label is the goal in the starting base
+// frame: back in the world it is the cued object, put_back's spot (where
+// the object stood before it was slid away) or the goal drawer's handle,
+// whose height tells the two drawers apart.
+func TestStartGoal(t *testing.T) {
+	handleZ := [NumDrawers]float64{(drawerTopZ0 + drawerTopZ1) / 2, (drawerBottomZ0 + drawerBottomZ1) / 2}
+	for _, tc := range []struct {
+		task string
+		want func(s *State) Vec3 // in the world, at the start
+	}{
+		{"cue_pick", func(s *State) Vec3 { return s.Objects[s.Goal.Object].Pos }},
+		{"put_back", func(s *State) Vec3 { return s.Goal.Spot }},
+		{"pointed_drawer", func(s *State) Vec3 { return handlePos(s.Goal.Drawer, 0) }},
+		{"drawer", func(s *State) Vec3 { return handlePos(s.Goal.Drawer, s.Drawers[s.Goal.Drawer].Open) }},
+		{"move", func(s *State) Vec3 { return s.Objects[s.Goal.Object].Pos }},
+	} {
+		t.Run(tc.task, func(t *testing.T) {
+			task, err := TaskByName(tc.task)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var drawers [NumDrawers]int
+			for seed := uint64(1); seed <= 30; seed++ {
+				g, err := StartGoal(task, seed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ep, err := NewEpisode(task, seed, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				s := ep.State()
+				want := tc.want(s)
+				if got := s.ToWorld(g); got.Sub(want).Norm() > 1e-9 {
+					t.Fatalf("seed %d: start goal %v is %v in the world, want %v", seed, g, got, want)
+				}
+				if s.Goal.Kind == GoalDrawer {
+					drawers[s.Goal.Drawer]++
+					if math.Abs(g[2]-handleZ[s.Goal.Drawer]) > 1e-9 {
+						t.Fatalf("seed %d: drawer %d's handle at height %v, want %v", seed, s.Goal.Drawer, g[2], handleZ[s.Goal.Drawer])
+					}
+				}
+				if s.Goal.Kind == GoalPutBack && s.Goal.SlideTo.Sub(s.Goal.Spot).Norm() < 0.2 {
+					t.Fatalf("seed %d: the slide moves the object %v, less than the task's 20 cm", seed, s.Goal.SlideTo.Sub(s.Goal.Spot).Norm())
+				}
+			}
+			if tc.task == "pointed_drawer" && (drawers[0] == 0 || drawers[1] == 0) {
+				t.Errorf("30 seeds point at drawers %v: both should come up", drawers)
+			}
+		})
+	}
+	if _, err := StartGoal(nil, 1); err == nil {
+		t.Error("a start goal without a task")
+	}
+}

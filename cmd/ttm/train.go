@@ -96,6 +96,7 @@ func runTrain(env *environment, args []string) error {
 	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
 	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
+	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-probe preset and the simulator's datasets); 0: none")
 	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: in the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
@@ -135,7 +136,7 @@ func runTrain(env *environment, args []string) error {
 	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
 	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
 	cfg.GeometryLabels, cfg.CensorBounds = *geometryLabels, *censorBounds
-	cfg.GeometryOwn = *geometryOwn
+	cfg.GeometryOwn, cfg.GoalWeight = *geometryOwn, *goalWeight
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -396,6 +397,11 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 		if qualify != "" {
 			ep.Name = qualify + "/" + ep.Name
 		}
+		if p.Spec().Policy.GoalProbe {
+			if ep.Goal, err = startGoal(e); err != nil {
+				return nil, use, fmt.Errorf("dataset %s: %w", dir, err)
+			}
+		}
 		eps = append(eps, ep)
 		use.Episodes++
 		use.Steps += ep.Steps
@@ -415,6 +421,24 @@ func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify stri
 		"failed_kept", use.FailedKept, "skipped", use.Skipped, "other_tasks", use.OtherTasks, "encoded", encoded, "cache", cache.Dir,
 		"took", time.Since(began).Round(time.Millisecond))
 	return eps, use, nil
+}
+
+// startGoal is the goal probe's label of a simulated episode,
+// sim.StartGoal in policy.GoalUnit.
+func startGoal(e sim.IndexEntry) ([]float32, error) {
+	task, err := sim.TaskByName(e.Task)
+	if err != nil {
+		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
+	}
+	g, err := sim.StartGoal(task, e.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
+	}
+	goal := make([]float32, policy.GoalLen)
+	for i := range goal {
+		goal[i] = float32(g[i] / policy.GoalUnit)
+	}
+	return goal, nil
 }
 
 func fileExists(path string) bool {

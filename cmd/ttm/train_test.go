@@ -149,10 +149,43 @@ func TestTrainUsageErrors(t *testing.T) {
 		{"train", "--data", "d", "--out", "x.safetensors", "--window", "100"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "1", "--keypoint-sigma", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--label-sigma", "-1"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--goal-weight", "-1"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
 		}
+	}
+}
+
+// TestTrainGoalProbe trains the small-probe preset's goal probe on
+// recorded bags: each episode's start goal comes from the simulator and
+// its loss is logged; a preset without a probe refuses the weight.
+func TestTrainGoalProbe(t *testing.T) {
+	data, out := t.TempDir(), t.TempDir()
+	recordTinyDataset(t, data, 2)
+	ckpt := filepath.Join(out, "probe.safetensors")
+	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-probe", "--goal-weight", "1", "--out", ckpt,
+		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
+	if code != 0 {
+		t.Fatalf("train: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "goal probe") || !strings.Contains(stderr, "episodes_with_goal=2") {
+		t.Errorf("log does not report the goal probe:\n%s", stderr)
+	}
+	var lg trainLog
+	b, _ := os.ReadFile(newTrainFiles(ckpt).log)
+	if err := json.Unmarshal(b, &lg); err != nil || len(lg.History) != 2 {
+		t.Fatalf("JSON log: %v, %d records", err, len(lg.History))
+	}
+	for _, r := range lg.History {
+		if !(r.GoalLoss > 0) {
+			t.Errorf("update %d: goal loss %v, want > 0", r.Step, r.GoalLoss)
+		}
+	}
+	code, _, stderr = runCmd(t, "train", "--data", data, "--preset", "small", "--goal-weight", "1", "--out", filepath.Join(out, "plain.safetensors"),
+		"--steps", "1", "--batch", "2", "--window", "4")
+	if code != 1 || !strings.Contains(stderr, "goal probe") {
+		t.Errorf("--goal-weight for the small preset: exit %d:\n%s", code, stderr)
 	}
 }
 

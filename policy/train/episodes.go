@@ -33,6 +33,11 @@ type Episode struct {
 	// proprioception in Proprio (Steps, ProprioLen).
 	ProprioLen int
 	Proprio    []float32
+	// Goal, optional, is where the episode's goal stood at its start in
+	// the starting base frame, in policy.GoalUnit (policy.GoalLen values):
+	// the goal probe's label at every step. Simulated episodes have it
+	// (sim.StartGoal); it is not cached with the features.
+	Goal []float32
 }
 
 // ProprioAt returns step t's proprioception, a view; nil without.

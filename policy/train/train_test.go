@@ -442,15 +442,16 @@ func TestKeypointSupervisionLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, first, _, err := tr.step()
+	u, err := tr.step()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last float64
+	first, last := u.keypointLoss, 0.0
 	for tr.Updates() < cfg.Steps {
-		if _, _, last, _, err = tr.step(); err != nil {
+		if u, err = tr.step(); err != nil {
 			t.Fatal(err)
 		}
+		last = u.keypointLoss
 		if tr.Updates()%20 == 0 {
 			t.Logf("update %d: keypoint loss %.3f per unit weight", tr.Updates(), last/cfg.KeypointWeight)
 		}
@@ -465,8 +466,8 @@ func TestKeypointSupervisionLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, kl, _, err := tr.step(); err != nil || kl != 0 {
-		t.Errorf("keypoint loss %v (err %v) without a weight, want 0", kl, err)
+	if u, err := tr.step(); err != nil || u.keypointLoss != 0 {
+		t.Errorf("keypoint loss %v (err %v) without a weight, want 0", u.keypointLoss, err)
 	}
 }
 
@@ -637,5 +638,70 @@ func TestGeometryOwnDraws(t *testing.T) {
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "geometry_own") {
 			t.Errorf("geometry_own %v with labels %v: %v", c.GeometryOwn, c.GeometryLabels, err)
 		}
+	}
+}
+
+// goalEpisodes are synthetic episodes whose goal is a bright spot's
+// position: a spot at cell c of channel 0 in every frame, the goal at
+// (c mod 4 - 1.5, c div 4 - 1.5, 1) in policy.GoalUnit.
+func goalEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
+	eps := syntheticEpisodes(p, count, steps, seed)
+	r := rand.New(rand.NewPCG(seed, 4))
+	for _, ep := range eps {
+		cell := r.IntN(16)
+		for s := range ep.Steps {
+			ep.Features[s*ep.FeatureLen+cell] += 3
+		}
+		ep.Goal = []float32{float32(cell%4) - 1.5, float32(cell/4) - 1.5, 1}
+	}
+	return eps
+}
+
+// TestGoalProbeLearns: with a goal the frames show, the goal probe's loss
+// falls by more than half within 60 updates; without a weight it is not
+// computed; a weight without a probe or without goals is refused.
+func TestGoalProbeLearns(t *testing.T) {
+	p := presetPolicy(t, filepath.Join(t.TempDir(), "probe.safetensors"), func(spec *policy.Spec) { spec.Policy.GoalProbe = true })
+	cfg := smallConfig()
+	cfg.Steps, cfg.Batch, cfg.Warmup, cfg.LR, cfg.GoalWeight = 60, 8, 5, 1e-2, 1
+	eps := goalEpisodes(p, 8, 6, 7)
+	tr, err := New(cfg, p, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := tr.step()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := u.goalLoss, 0.0
+	for tr.Updates() < cfg.Steps {
+		if u, err = tr.step(); err != nil {
+			t.Fatal(err)
+		}
+		last = u.goalLoss
+	}
+	t.Logf("goal loss %.3f -> %.3f", first, last)
+	if !(first > 0.5) || !(last < 0.5*first) {
+		t.Errorf("goal loss %.3f -> %.3f: the probe is not learning where the goal is", first, last)
+	}
+
+	cfg.GoalWeight = 0
+	if tr, err = New(cfg, p, eps, nil); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := tr.step(); err != nil || u.goalLoss != 0 {
+		t.Errorf("goal loss %v (err %v) without a weight, want 0", u.goalLoss, err)
+	}
+
+	cfg.GoalWeight = 1
+	if _, err := New(cfg, testPolicy(t), goalEpisodes(testPolicy(t), 2, 4, 5), nil); err == nil || !strings.Contains(err.Error(), "goal probe") {
+		t.Errorf("a goal weight for a policy without a probe: %v", err)
+	}
+	if _, err := New(cfg, p, syntheticEpisodes(p, 2, 4, 5), nil); err == nil || !strings.Contains(err.Error(), "start goal") {
+		t.Errorf("a goal probe without goals: %v", err)
+	}
+	cfg.GoalWeight = -1
+	if err := cfg.Validate(); err == nil {
+		t.Error("a negative goal weight accepted")
 	}
 }

@@ -64,6 +64,10 @@ type Config struct {
 	// trains on labels alone: a keypoint that is still learning would teach
 	// the policy to distrust the geometry.
 	GeometryOwn float64 `json:"geometry_own,omitempty"`
+	// GoalWeight, when positive, trains a policy's goal probe on the
+	// episodes' start goals (Episode.Goal) as an auxiliary loss of this
+	// weight (policy.Learner.GoalWeight).
+	GoalWeight float64 `json:"goal_weight,omitempty"`
 }
 
 // DefaultConfig is the small preset's recipe.
@@ -89,6 +93,8 @@ func (c Config) Validate() error {
 		return errors.New("train: warmup, lr_floor (<= 1), weight_decay and clip_norm must not be negative")
 	case c.KeypointWeight < 0 || c.KeypointWeight > 0 && !(c.KeypointSigma > 0 && c.KeypointSigma < 64):
 		return fmt.Errorf("train: keypoint_weight %v, keypoint_sigma %v: want a weight >= 0 and, with a weight, sigma in (0, 64) cells", c.KeypointWeight, c.KeypointSigma)
+	case !(c.GoalWeight >= 0 && c.GoalWeight < 1e6):
+		return fmt.Errorf("train: goal_weight %v: want a weight >= 0", c.GoalWeight)
 	case c.Workers < 1 || c.Workers > 64:
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
 	case !(c.GeometryOwn >= 0 && c.GeometryOwn <= 1) || c.GeometryOwn > 0 && !c.GeometryLabels:
@@ -110,6 +116,9 @@ type Record struct {
 	// KeypointLoss is the keypoint supervision's mean loss per step
 	// (times its weight), when the run has one.
 	KeypointLoss float64 `json:"keypoint_loss,omitempty"`
+	// GoalLoss is the goal probe's mean loss per step (times its weight),
+	// when the run has one.
+	GoalLoss float64 `json:"goal_loss,omitempty"`
 }
 
 // stream is one batch row: an episode in progress and the state carried
@@ -191,6 +200,21 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		}
 		log.Info("keypoint supervision", "weight", cfg.KeypointWeight, "sigma_cells", cfg.KeypointSigma, "labelled_episodes", labelled, "episodes", len(eps))
 	}
+	if cfg.GoalWeight > 0 {
+		if !spec.Policy.GoalProbe {
+			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-probe preset)")
+		}
+		goals := 0
+		for _, e := range eps {
+			if e.Goal != nil {
+				goals++
+			}
+		}
+		if goals == 0 {
+			return nil, errors.New("train: goal probe, but no episode has a start goal (the simulator's datasets have them)")
+		}
+		log.Info("goal probe", "weight", cfg.GoalWeight, "episodes_with_goal", goals, "episodes", len(eps))
+	}
 	if cfg.GeometryLabels && (spec.Policy.TargetGeometry == nil || labelled == 0) {
 		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-target preset) and episodes with keypoint labels")
 	}
@@ -202,6 +226,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		l.ModeGated, l.LabelSigma, l.CensorBounds = cfg.ModeGated, cfg.LabelSigma, cfg.CensorBounds
 		l.KeypointWeight, l.KeypointSigma = float32(cfg.KeypointWeight), cfg.KeypointSigma
 		l.GeometryFromLabels = cfg.GeometryLabels
+		l.GoalWeight = float32(cfg.GoalWeight)
 		tr.learners = append(tr.learners, l)
 	}
 	groups := p.Groups()
@@ -256,12 +281,19 @@ func (tr *Trainer) ownGeometry(i int) bool {
 // Step runs one update and returns its mean loss per step and bin
 // accuracy.
 func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
-	loss, acc, _, gradNorm, err = tr.step()
-	return loss, acc, gradNorm, err
+	u, err := tr.step()
+	return u.loss, u.acc, u.gradNorm, err
 }
 
-// step is Step, also returning the keypoint supervision's mean loss.
-func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error) {
+// update is what one update measured: means per step of the loss, the
+// keypoint supervision's and the goal probe's losses, the bin accuracy
+// and the gradient norm before clipping.
+type update struct {
+	loss, acc, keypointLoss, goalLoss, gradNorm float64
+}
+
+// step is Step, also returning the auxiliary losses.
+func (tr *Trainer) step() (update, error) {
 	cfg := tr.cfg
 	na := tr.p.ActionSpace().Len()
 	total := 0
@@ -283,7 +315,7 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 			if tr.readsProprio {
 				q = ep.ProprioAt(t)
 			}
-			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q, OwnGeometry: own}
+			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q, OwnGeometry: own, Goal: ep.Goal}
 		}
 	}
 	scale := float32(1 / float64(total))
@@ -308,7 +340,7 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return 0, 0, 0, 0, err
+		return update{}, err
 	}
 	grads := tr.learners[0].Grads
 	for _, l := range tr.learners[1:] {
@@ -319,18 +351,19 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 			}
 		}
 	}
-	gradNorm = ClipGlobalNorm(grads, cfg.ClipNorm)
+	gradNorm := ClipGlobalNorm(grads, cfg.ClipNorm)
 	if math.IsNaN(gradNorm) || math.IsInf(gradNorm, 0) {
-		return 0, 0, 0, gradNorm, fmt.Errorf("train: update %d: gradient norm %v", tr.opt.Step+1, gradNorm)
+		return update{gradNorm: gradNorm}, fmt.Errorf("train: update %d: gradient norm %v", tr.opt.Step+1, gradNorm)
 	}
 	tr.opt.Update(tr.p.Groups(), grads, tr.sched.At(tr.opt.Step))
 	tr.p.ParamsChanged()
 
-	var sumLoss, sumKeypoint float64
+	var sumLoss, sumKeypoint, sumGoal float64
 	correct, labels := 0, 0
 	for i, s := range tr.streams {
 		sumLoss += stats[i].Loss
 		sumKeypoint += stats[i].KeypointLoss
+		sumGoal += stats[i].GoalLoss
 		correct += stats[i].Correct
 		labels += stats[i].Labels
 		s.t += lens[i]
@@ -339,7 +372,8 @@ func (tr *Trainer) step() (loss, acc, keypointLoss, gradNorm float64, err error)
 		}
 	}
 	tr.samples += int64(total)
-	return sumLoss / float64(total), float64(correct) / float64(max(labels, 1)), sumKeypoint / float64(total), gradNorm, nil
+	n := float64(total)
+	return update{loss: sumLoss / n, acc: float64(correct) / float64(max(labels, 1)), keypointLoss: sumKeypoint / n, goalLoss: sumGoal / n, gradNorm: gradNorm}, nil
 }
 
 // Updates is the number of updates done.
@@ -355,27 +389,28 @@ func (tr *Trainer) History() []Record { return tr.history }
 func (tr *Trainer) Run(logEvery, checkpointEvery int, checkpoint func(*Trainer) error, stop <-chan struct{}) error {
 	start := time.Now()
 	startSamples, startStep := tr.samples, tr.opt.Step
-	var lossSum, accSum, keypointSum float64
+	var lossSum, accSum, keypointSum, goalSum float64
 	var n int
 	for tr.opt.Step < tr.cfg.Steps {
-		loss, acc, kl, gn, err := tr.step()
+		u, err := tr.step()
 		if err != nil {
 			return err
 		}
-		lossSum, accSum, keypointSum, n = lossSum+loss, accSum+acc, keypointSum+kl, n+1
+		gn := u.gradNorm
+		lossSum, accSum, keypointSum, goalSum, n = lossSum+u.loss, accSum+u.acc, keypointSum+u.keypointLoss, goalSum+u.goalLoss, n+1
 		done := tr.opt.Step
 		if done%logEvery == 0 || done == tr.cfg.Steps {
 			sec := time.Since(start).Seconds()
 			rec := Record{Step: done, Loss: lossSum / float64(n), BinAcc: accSum / float64(n), LR: tr.sched.At(done - 1),
 				GradNorm: gn, Samples: tr.samples, Seconds: sec, SamplesPS: float64(tr.samples-startSamples) / sec,
-				KeypointLoss: keypointSum / float64(n)}
+				KeypointLoss: keypointSum / float64(n), GoalLoss: goalSum / float64(n)}
 			tr.history = append(tr.history, rec)
-			lossSum, accSum, keypointSum, n = 0, 0, 0, 0
+			lossSum, accSum, keypointSum, goalSum, n = 0, 0, 0, 0, 0
 			eta := time.Duration(float64(tr.cfg.Steps-done) * sec / float64(done-startStep) * float64(time.Second))
 			tr.log.Info("train", "step", fmt.Sprintf("%d/%d", done, tr.cfg.Steps), "loss", fmt.Sprintf("%.4f", rec.Loss),
 				"bin_acc", fmt.Sprintf("%.3f", rec.BinAcc), "lr", fmt.Sprintf("%.2e", rec.LR), "grad_norm", fmt.Sprintf("%.3f", gn),
 				"samples/s", fmt.Sprintf("%.0f", rec.SamplesPS), "updates/s", fmt.Sprintf("%.2f", float64(done-startStep)/sec),
-				"keypoint_loss", fmt.Sprintf("%.3f", rec.KeypointLoss), "eta", eta.Round(time.Second))
+				"keypoint_loss", fmt.Sprintf("%.3f", rec.KeypointLoss), "goal_loss", fmt.Sprintf("%.3f", rec.GoalLoss), "eta", eta.Round(time.Second))
 		}
 		stopping := false
 		if stop != nil {

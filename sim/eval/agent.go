@@ -42,6 +42,7 @@ type PolicyAgent struct {
 var (
 	_ sim.Agent  = (*PolicyAgent)(nil)
 	_ keypointer = (*PolicyAgent)(nil) // the harness scores its keypoints
+	_ goalProber = (*PolicyAgent)(nil) // and its goal probe
 )
 
 // NewPolicyAgent returns an agent acting with p, with a fresh state.
@@ -67,6 +68,10 @@ func (a *PolicyAgent) KnockedOutAt() int { return a.knockHit }
 // Keypoint returns the policy's keypoint i on the last frame it acted on
 // (see policy.Policy.Keypoint).
 func (a *PolicyAgent) Keypoint(i int) (u, v float32, ok bool) { return a.p.Keypoint(i) }
+
+// GoalEstimate returns the policy's goal probe after the last Act (see
+// policy.Policy.GoalEstimate); nil without a probe.
+func (a *PolicyAgent) GoalEstimate() []float32 { return a.p.GoalEstimate() }
 
 // Reset starts an episode: fresh memory, window and previous action.
 func (a *PolicyAgent) Reset(instruction string) {

@@ -409,6 +409,15 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 	HoldAction(held)
 	kp, _ := agent.(keypointer)
 	var tally keypointTally
+	var probe goalTally
+	prober, _ := agent.(goalProber)
+	if prober != nil {
+		start, err := sim.StartGoal(ep.Task(), ep.Seed())
+		if err != nil {
+			return res, err
+		}
+		probe.start = start
+	}
 	for !ep.Done() {
 		if err := render(); err != nil {
 			return res, err
@@ -427,6 +436,9 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 		timed(took)
 		if kp != nil {
 			tally.add(kp, ep.State(), h, w)
+		}
+		if prober != nil {
+			probe.add(prober.GoalEstimate(), obs.Step >= ep.CueSteps())
 		}
 		if agree != nil {
 			s := ep.State()
@@ -474,6 +486,7 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 		}
 	}
 	res.KeypointError = tally.result()
+	res.GoalProbe = probe.result()
 	res.ExpertAgreement = agree.result()
 	if agree != nil && !ep.Success() {
 		res.Failure = agree.fail.cause()
@@ -483,6 +496,56 @@ func playEpisode(ep *sim.Episode, agent sim.Agent, privileged bool, lat Latency,
 		res.StepsToSuccess = &first
 	}
 	return res, nil
+}
+
+// goalProber is an agent with a goal probe (a PolicyAgent): where it
+// estimates the goal stood at the episode's start, in policy.GoalUnit;
+// nil when it has no probe.
+type goalProber interface {
+	GoalEstimate() []float32
+}
+
+// goalTally sums a goal probe's error against the episode's start goal,
+// separately for the frames that show a memory task's cue and the frames
+// after it (every frame of a task without a cue).
+type goalTally struct {
+	start                  sim.Vec3 // sim.StartGoal, metres
+	cueCm, afterCm         float64
+	cueFrames, afterFrames int
+}
+
+func (t *goalTally) add(est []float32, afterCue bool) {
+	if len(est) != policy.GoalLen {
+		return
+	}
+	var sq float64
+	for i, v := range est {
+		d := float64(v)*policy.GoalUnit - t.start[i]
+		sq += d * d
+	}
+	cm := 100 * math.Sqrt(sq)
+	if afterCue {
+		t.afterCm += cm
+		t.afterFrames++
+		return
+	}
+	t.cueCm += cm
+	t.cueFrames++
+}
+
+// result is the episode's GoalProbeError, nil if the agent reported none.
+func (t *goalTally) result() *GoalProbeError {
+	if t.cueFrames+t.afterFrames == 0 {
+		return nil
+	}
+	g := &GoalProbeError{CueFrames: t.cueFrames, Frames: t.afterFrames}
+	if t.cueFrames > 0 {
+		g.CueMeanCm = t.cueCm / float64(t.cueFrames)
+	}
+	if t.afterFrames > 0 {
+		g.MeanCm = t.afterCm / float64(t.afterFrames)
+	}
+	return g
 }
 
 // keypointer is an agent that reports image keypoints (a PolicyAgent).

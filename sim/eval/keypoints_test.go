@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -113,5 +114,72 @@ func TestPoolPointErrors(t *testing.T) {
 	}
 	if poolPointErrors(es[2:]) != nil {
 		t.Error("episodes without keypoints pooled into errors")
+	}
+}
+
+// prober holds still and reports a goal estimate off the goal's start
+// position (read from the state at its first frame) by 5 cm in the frames
+// that show a cue and by 12 cm after: its goal probe error is that, by
+// construction.
+type prober struct {
+	act   [11]float32
+	start sim.Vec3
+	est   []float32
+}
+
+func (a *prober) Reset(string) { a.est = nil }
+
+func (a *prober) Act(o *sim.Observation) ([]float32, error) {
+	s := o.State
+	if o.Step == 0 {
+		a.start = s.Objects[s.Goal.Object].Pos
+		if s.Goal.Kind == sim.GoalDrawer {
+			a.start = s.DrawerHandle(s.Goal.Drawer)
+		}
+		a.start = s.ToBase(a.start)
+	}
+	off := sim.Vec3{0.03, 0.04, 0}
+	if s.Goal.Cue == sim.CueNone || o.Step >= s.Goal.CueSteps {
+		off = sim.Vec3{0, 0, -0.12}
+	}
+	a.est = make([]float32, policy.GoalLen)
+	for i := range a.est {
+		a.est[i] = float32((a.start[i] + off[i]) / policy.GoalUnit)
+	}
+	HoldAction(a.act[:])
+	return a.act[:], nil
+}
+
+func (a *prober) GoalEstimate() []float32 { return a.est }
+
+func TestGoalProbeError(t *testing.T) {
+	run := RunSpec{Name: "prober", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) {
+		return agentPlayer{newAgent: func() sim.Agent { return &prober{} }, privileged: true}, nil
+	}}
+	quitter := customRun("quitter", func() sim.Agent { return &terminator{} })
+	cfg := Config{Tasks: tasks(t, "pick,cue_pick,pointed_drawer"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1,
+		Runs: []RunSpec{run, quitter}}
+	led, _, err := Evaluate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range led.Run("prober").Episodes {
+		g := e.GoalProbe
+		cue := 0
+		if e.Task != "pick" {
+			cue = e.CueSteps
+		}
+		if g == nil || g.CueFrames != cue || g.Frames != e.Decisions-cue || math.Abs(g.MeanCm-12) > 1e-3 || cue > 0 && math.Abs(g.CueMeanCm-5) > 1e-3 {
+			t.Errorf("%s seed %d (%d decisions, cue %d): goal probe %+v, want 12 cm after the cue and 5 cm with it", e.Task, e.Seed, e.Decisions, cue, g)
+		}
+	}
+	if g := led.Overall.GoalProbe; g == nil || math.Abs(g.MeanCm-12) > 1e-3 || math.Abs(g.CueMeanCm-5) > 1e-3 {
+		t.Errorf("overall goal probe %+v, want 12 cm and 5 cm", g)
+	}
+	if q := led.Run("quitter"); q.Overall.GoalProbe != nil || q.Episodes[0].GoalProbe != nil {
+		t.Errorf("an agent without a probe has a goal probe error %+v", q.Overall.GoalProbe)
+	}
+	if sum := Summary(led, nil); !strings.Contains(sum, "## Goal probe error") || !strings.Contains(sum, "12.0 (5.0)") {
+		t.Errorf("the summary does not show the goal probe error:\n%s", sum)
 	}
 }

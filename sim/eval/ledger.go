@@ -79,6 +79,9 @@ type Stats struct {
 	// target keypoint's error in the frames after the cue, which no
 	// longer show which object it marked.
 	KeypointError []PointError `json:"keypoint_error,omitempty"`
+	// GoalProbe pools the episodes' goal probe errors (frame-weighted);
+	// absent for agents without a probe.
+	GoalProbe *GoalProbeError `json:"goal_probe,omitempty"`
 	// ExpertAgreement pools the episodes' agreement with the expert;
 	// absent for the expert itself.
 	ExpertAgreement *ExpertAgreement `json:"expert_agreement,omitempty"`
@@ -93,6 +96,17 @@ type PointError struct {
 	Point  string  `json:"point"`   // sim.KeypointNames
 	Frames int     `json:"frames"`  // frames with the point in view
 	MeanPx float64 `json:"mean_px"` // mean distance in pixels; 0 without frames
+}
+
+// GoalProbeError is how far a policy's goal probe (policy.Config.GoalProbe)
+// lay from where the goal stood at the episode's start (sim.StartGoal):
+// in the frames after a memory task's cue, which no longer show it (every
+// frame of a task without a cue), and in the frames with the cue.
+type GoalProbeError struct {
+	Frames    int     `json:"frames"`
+	MeanCm    float64 `json:"mean_cm"`
+	CueFrames int     `json:"cue_frames,omitempty"`
+	CueMeanCm float64 `json:"cue_mean_cm,omitempty"`
 }
 
 // EpisodeResult is one episode.
@@ -118,6 +132,9 @@ type EpisodeResult struct {
 	// KeypointError is the agent's keypoint error in this episode, for
 	// agents with keypoints (a policy with a keypoint token).
 	KeypointError []PointError `json:"keypoint_error,omitempty"`
+	// GoalProbe is the policy's goal probe error in this episode, for
+	// policies with a probe.
+	GoalProbe *GoalProbeError `json:"goal_probe,omitempty"`
 	// ExpertAgreement compares the agent's decisions with the expert's
 	// on the same states; absent for the expert (a privileged agent).
 	ExpertAgreement *ExpertAgreement `json:"expert_agreement,omitempty"`
@@ -184,6 +201,7 @@ func stats(es []EpisodeResult) Stats {
 		}
 	}
 	s.KeypointError = poolPointErrors(es)
+	s.GoalProbe = poolGoalProbe(es)
 	s.ExpertAgreement = poolAgreement(es)
 	s.Failures = countFailures(es)
 	s.SuccessRate = float64(s.Successes) / float64(s.Episodes)
@@ -222,6 +240,32 @@ func poolPointErrors(es []EpisodeResult) []PointError {
 		}
 	}
 	return pooled
+}
+
+// poolGoalProbe is the frame-weighted mean of the episodes' goal probe
+// errors; nil when no episode has one.
+func poolGoalProbe(es []EpisodeResult) *GoalProbeError {
+	var g *GoalProbeError
+	var sum, cueSum float64
+	for _, e := range es {
+		if e.GoalProbe == nil {
+			continue
+		}
+		if g == nil {
+			g = &GoalProbeError{}
+		}
+		g.Frames += e.GoalProbe.Frames
+		g.CueFrames += e.GoalProbe.CueFrames
+		sum += e.GoalProbe.MeanCm * float64(e.GoalProbe.Frames)
+		cueSum += e.GoalProbe.CueMeanCm * float64(e.GoalProbe.CueFrames)
+	}
+	if g != nil && g.Frames > 0 {
+		g.MeanCm = sum / float64(g.Frames)
+	}
+	if g != nil && g.CueFrames > 0 {
+		g.CueMeanCm = cueSum / float64(g.CueFrames)
+	}
+	return g
 }
 
 // median of xs (the mean of the middle two for an even count).

@@ -61,6 +61,19 @@ func Summary(l *Ledger, t *Timing) string {
 			return strings.Join(parts, " / ")
 		})
 	}
+	if hasGoalProbe(l) {
+		b.WriteString("\n## Goal probe error\n\nMean distance in cm between the policy's goal probe and where the goal stood at the episode's start, in the frames after a memory task's cue (every frame of a task without one) and, in brackets, in the frames that showed the cue: after the cue only the memory knows the place.\n\n")
+		table(&b, l, rows, func(st Stats) string {
+			g := st.GoalProbe
+			switch {
+			case g == nil:
+				return "–"
+			case g.CueFrames > 0:
+				return fmt.Sprintf("%.1f (%.1f)", g.MeanCm, g.CueMeanCm)
+			}
+			return fmt.Sprintf("%.1f", g.MeanCm)
+		})
+	}
 	if hasAgreement(l) {
 		b.WriteString("\n## Agreement with the expert\n\nOn the states of the agent's own rollouts: how often its mode (terminate, arm, base) was the noise-free expert's; where both moved the arm, the mean distance between their displacements (action units of 5 cm) and how often their gripper commands agreed.\n\n")
 		table(&b, l, rows, func(st Stats) string {
@@ -104,6 +117,16 @@ func Summary(l *Ledger, t *Timing) string {
 func hasKeypoints(l *Ledger) bool {
 	for _, r := range l.Runs {
 		if len(r.Overall.KeypointError) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hasGoalProbe reports whether any run reported a goal probe.
+func hasGoalProbe(l *Ledger) bool {
+	for _, r := range l.Runs {
+		if r.Overall.GoalProbe != nil {
 			return true
 		}
 	}
