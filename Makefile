@@ -25,7 +25,7 @@ help:
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~15 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
-	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~80 min"
+	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
@@ -108,10 +108,11 @@ eval: build
 
 # The memory comparison of README "The memory matters" (session 16): twins
 # with and without memory on a family and its memory task, each trained
-# with the goal probe and evaluated the way it was trained, ~80 min (two
-# trainings of 36 min; MEMORY_ARGS="--preset small-recall --keypoint-weight 1
-# --geometry-labels --censor-bounds --steps 2000 --window 16 --batch 16" is
-# session 15's, without the probe).
+# with the goal probe and evaluated the way it was trained, about 50 min
+# (two 4000-update trainings one after the other, about 22 min each;
+# MEMORY_ARGS="--preset small-recall --keypoint-weight 1 --geometry-labels
+# --censor-bounds --steps 2000 --window 16 --batch 16" is session 15's,
+# without the probe).
 MEMORY_TASKS ?= drawer,pointed_drawer
 MEMORY_DIR ?= bin/memory
 MEMORY_ARGS ?= --preset small-probe --goal-weight 0.2 --keypoint-weight 1 --geometry-labels --censor-bounds --steps 4000 --window 16 --batch 16
