@@ -116,6 +116,20 @@ func (h *harness) waitTicks(n uint64) {
 	h.ticks = n
 }
 
+// waitPosted waits until the inference goroutine has posted its result.
+// A stepper returning is not enough: the next tick would find the
+// inference still running if it came before the post.
+func (h *harness) waitPosted() {
+	h.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(h.loop.w.done) == 0 {
+		if time.Now().After(deadline) {
+			h.t.Fatal("the inference did not post its result")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
 // next moves the clock to the next tick and waits for it.
 func (h *harness) next() {
 	h.t.Helper()
@@ -387,6 +401,7 @@ func TestLoopDeadlineMiss(t *testing.T) {
 		t.Fatalf("missed deadline: %+v, want the stop action at the deadline %v", o, sched.Add(period/2))
 	}
 	g.release() // the late inference finishes; its result must be thrown away
+	h.waitPosted()
 
 	h.frame(0) // phase 4
 	h.clock.Advance(period / 2)
@@ -439,6 +454,7 @@ func TestLoopBusyAfterMiss(t *testing.T) {
 		t.Fatalf("outputs %+v: want the action, then a deadline stop and a busy stop", outs)
 	}
 	g.release()
+	h.waitPosted()
 	if o := h.actNow(); !o.Acting || o.Step != 2 {
 		t.Fatalf("after the overrun: %+v", o)
 	}
