@@ -113,11 +113,14 @@ eval: build
 # MEMORY_ARGS="--preset small-recall --keypoint-weight 1 --geometry-labels
 # --censor-bounds --steps 2000 --window 16 --batch 16" is session 15's,
 # without the probe).
+# MEMORY_TASKS=pick,cue_pick MEMORY_EPISODES=1000 is session 17's cue_pick
+# pair before its 2000 more updates (README).
 MEMORY_TASKS ?= drawer,pointed_drawer
+MEMORY_EPISODES ?= 300
 MEMORY_DIR ?= bin/memory
 MEMORY_ARGS ?= --preset small-probe --goal-weight 0.2 --keypoint-weight 1 --geometry-labels --censor-bounds --steps 4000 --window 16 --batch 16
 memory: build
-	$(BIN) record --experts --tasks $(MEMORY_TASKS) --episodes 300 --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels --out $(MEMORY_DIR)/data
+	$(BIN) record --experts --tasks $(MEMORY_TASKS) --episodes $(MEMORY_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels --out $(MEMORY_DIR)/data
 	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --out $(MEMORY_DIR)/memory/policy.safetensors
 	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --no-memory --out $(MEMORY_DIR)/no-memory/policy.safetensors
 	$(BIN) eval --policy $(MEMORY_DIR)/memory/policy.safetensors --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --ablations nomem,knockout --out $(MEMORY_DIR)/eval-memory
