@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -103,16 +104,25 @@ func (h *harness) stop() {
 	<-h.done
 }
 
-// waitTicks waits until n ticks have completed.
-func (h *harness) waitTicks(n uint64) {
+// waitUntil polls cond (the loop runs on its own goroutine) and fails the
+// test with failure's message if it does not hold within 20 s.
+func (h *harness) waitUntil(cond func() bool, failure func() string) {
 	h.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for h.loop.Stats().Ticks < n {
+	for !cond() {
 		if time.Now().After(deadline) {
-			h.t.Fatalf("tick %d did not complete; stats %+v", n, h.loop.Stats().Counters)
+			h.t.Fatal(failure())
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
+}
+
+// waitTicks waits until n ticks have completed.
+func (h *harness) waitTicks(n uint64) {
+	h.t.Helper()
+	h.waitUntil(func() bool { return h.loop.Stats().Ticks >= n }, func() string {
+		return fmt.Sprintf("tick %d did not complete; stats %+v", n, h.loop.Stats().Counters)
+	})
 	h.ticks = n
 }
 
@@ -121,13 +131,7 @@ func (h *harness) waitTicks(n uint64) {
 // inference still running if it came before the post.
 func (h *harness) waitPosted() {
 	h.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(h.loop.w.done) == 0 {
-		if time.Now().After(deadline) {
-			h.t.Fatal("the inference did not post its result")
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
+	h.waitUntil(func() bool { return len(h.loop.w.done) > 0 }, func() string { return "the inference did not post its result" })
 }
 
 // next moves the clock to the next tick and waits for it.
