@@ -85,6 +85,7 @@ func runTrain(env *environment, args []string) error {
 	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
 	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions); default: the preset's, blind for small-keypoints")
+	wordNGrams := fl.Int("word-ngrams", 0, "fresh weights: the longest run of consecutive words the instruction encoder hashes as one more piece (language.Config.WordNGrams; 2 or more tells \"move A near B\" from \"move B near A\"); default: the preset's, words only")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
 	taskNames := fl.String("tasks", "all", "train on these tasks' episodes of the datasets only: all, families, memory, or names separated by commas")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
@@ -163,6 +164,9 @@ func runTrain(env *environment, args []string) error {
 		if given["blind-actions"] {
 			spec.Policy.BlindActions = *blindActions
 		}
+		if given["word-ngrams"] {
+			spec.Language.WordNGrams = *wordNGrams
+		}
 		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
 			return err
 		}
@@ -174,6 +178,9 @@ func runTrain(env *environment, args []string) error {
 	defer p.Close()
 	if given["blind-actions"] && *blindActions != p.Spec().Policy.BlindActions {
 		return fmt.Errorf("%w: --blind-actions=%v, but %s has blind_actions %v", errUsage, *blindActions, start, p.Spec().Policy.BlindActions)
+	}
+	if given["word-ngrams"] && *wordNGrams != p.Spec().Language.WordNGrams {
+		return fmt.Errorf("%w: --word-ngrams %d, but %s has word_ngrams %d", errUsage, *wordNGrams, start, p.Spec().Language.WordNGrams)
 	}
 	if *model != "" && *model != p.ModelName() {
 		return fmt.Errorf("%w: --model %s, but %s runs the sequence model %s", errUsage, *model, start, p.ModelName())

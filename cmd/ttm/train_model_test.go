@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,6 +83,46 @@ func TestTrainModelUsageErrors(t *testing.T) {
 		if code, _, stderr := runCmd(t, args...); code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want 2 and %q in:\n%s", tc.args, code, tc.want, stderr)
 		}
+	}
+}
+
+// --word-ngrams gives fresh weights an instruction encoder that hashes
+// runs of words, so the checkpoint tells "move A near B" from "move B near
+// A"; resuming it with another length is refused.
+func TestTrainWordNGrams(t *testing.T) {
+	data, out := t.TempDir(), t.TempDir()
+	recordTinyDataset(t, data, 1)
+	ckpt := filepath.Join(out, "grams.safetensors")
+	common := []string{"train", "--data", data, "--out", ckpt, "--batch", "1", "--window", "2", "--workers", "1"}
+	if code, _, stderr := runCmd(t, append(common, "--word-ngrams", "3", "--steps", "1")...); code != 0 {
+		t.Fatalf("train --word-ngrams 3: exit %d: %s", code, stderr)
+	}
+	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lang := p.Spec().Language
+	if lang.WordNGrams != 3 {
+		t.Fatalf("the checkpoint's word_ngrams is %d, want 3", lang.WordNGrams)
+	}
+	rows := func(instruction string) []int32 {
+		tok, err := p.Tokenize(instruction)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r []int32
+		for _, piece := range tok.Pieces {
+			r = append(r, piece.Row)
+		}
+		slices.Sort(r)
+		return r
+	}
+	if slices.Equal(rows("move the apple near the sponge"), rows("move the sponge near the apple")) {
+		t.Error("with word 3-grams, the two orders of a move instruction have the same pieces")
+	}
+	code, _, stderr := runCmd(t, append(common, "--word-ngrams", "2", "--steps", "2")...)
+	if code != 2 || !strings.Contains(stderr, "has word_ngrams 3") {
+		t.Errorf("resume with --word-ngrams 2: exit %d: %s", code, stderr)
 	}
 }
 
