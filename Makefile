@@ -23,7 +23,7 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~15 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
+	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~22 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
@@ -66,13 +66,13 @@ bench: build
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
-# end), the policy node on DEMO_POLICY (the committed small-target checkpoint,
+# end), the policy node on DEMO_POLICY (the committed small-recall checkpoint,
 # trained in Go: README, Training; a fresh, untrained small policy when the
 # file does not exist) and the simulator node it drives over ROS.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
-DEMO_POLICY ?= launch/checkpoints/small-target/policy.safetensors
+DEMO_POLICY ?= launch/checkpoints/small-recall/policy.safetensors
 DEMO_RATE ?= 3
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1
@@ -88,15 +88,16 @@ demo: build
 # checkpoint, its training state (a rerun resumes), the JSON log and the
 # learning curve.
 # The defaults are the committed checkpoint's recipe (README, Training,
-# session 14): 300 DART episodes of each of the five families, small-target
-# with keypoint supervision, geometry labels and censored bounds, 2000
-# updates (about 15 min on two cores, most of it training).
+# session 18): 300 DART episodes of each of the five families, small-recall
+# (small-target with memory-steered FiLM) with keypoint supervision,
+# geometry labels and censored bounds, 3500 updates of 16 windows of 16
+# steps (about 21 min on two cores: 3 to encode the frames, 18 to train).
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
-TRAIN_STEPS ?= 2000
-TRAIN_PRESET ?= small-target
-TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds
+TRAIN_STEPS ?= 3500
+TRAIN_PRESET ?= small-recall
+TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds --window 16 --batch 16
 train: build
 	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
 	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
