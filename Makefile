@@ -91,7 +91,7 @@ demo: build
 # session 18): 300 DART episodes of each of the five families, small-recall
 # (small-target with memory-steered FiLM) with keypoint supervision,
 # geometry labels and censored bounds, 3500 updates of 16 windows of 16
-# steps (about 21 min on two cores: 3 to encode the frames, 18 to train).
+# steps (about 22 min on two cores: 3 to encode the frames, 18 to train).
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
