@@ -566,6 +566,7 @@ type keypointTally struct {
 	framePx [sim.KeypointCount]float64
 	sumPx   [sim.KeypointCount]float64
 	frames  [sim.KeypointCount]int
+	onOther [sim.KeypointCount]int
 	// rememberedPx and remembered sum the target's error after the cue.
 	rememberedPx float64
 	remembered   int
@@ -582,12 +583,14 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 	for i := range t.framePx {
 		t.framePx[i] = -1
 	}
+	var kp [sim.KeypointCount][2]float32
 	for i := range sim.KeypointCount {
 		u, v, ok := k.Keypoint(i)
 		if !ok {
 			return
 		}
 		t.reported = true
+		kp[i] = [2]float32{u, v}
 		l := t.labels[i*per : (i+1)*per]
 		if l[2] == 0 { // out of view
 			continue
@@ -595,6 +598,14 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 		t.framePx[i] = math.Hypot(float64(u-l[0])*float64(w), float64(v-l[1])*float64(h))
 		t.sumPx[i] += t.framePx[i]
 		t.frames[i]++
+	}
+	const target, destination = 1, 2
+	for _, p := range [2][2]int{{target, destination}, {destination, target}} {
+		i, other := p[0], t.labels[p[1]*per:(p[1]+1)*per]
+		if t.framePx[i] > targetOffPx && other[2] != 0 &&
+			math.Hypot(float64(kp[i][0]-other[0])*float64(w), float64(kp[i][1]-other[1])*float64(h)) <= targetOffPx {
+			t.onOther[i]++
+		}
 	}
 	// Both drawers' handles stand over the same point of the worktop, the
 	// footprint their labels mark: it cannot tell them apart.
@@ -616,7 +627,7 @@ func (t *keypointTally) result() []PointError {
 	}
 	out := make([]PointError, sim.KeypointCount)
 	for i := range out {
-		out[i] = PointError{Point: sim.KeypointNames[i], Frames: t.frames[i]}
+		out[i] = PointError{Point: sim.KeypointNames[i], Frames: t.frames[i], OnOther: t.onOther[i]}
 		if t.frames[i] > 0 {
 			out[i].MeanPx = t.sumPx[i] / float64(t.frames[i])
 		}

@@ -103,17 +103,84 @@ func TestKeypointError(t *testing.T) {
 // The pooled error weighs each episode by its frames.
 func TestPoolPointErrors(t *testing.T) {
 	es := []EpisodeResult{
-		{KeypointError: []PointError{{"hand", 1, 2}, {"target", 0, 0}}},
-		{KeypointError: []PointError{{"hand", 3, 5}, {"target", 2, 1}}},
+		{KeypointError: []PointError{{"hand", 1, 2, 0}, {"target", 0, 0, 0}}},
+		{KeypointError: []PointError{{"hand", 3, 5, 0}, {"target", 2, 1, 1}}},
+		{KeypointError: []PointError{{"hand", 0, 0, 0}, {"target", 3, 4, 2}}},
 		{}, // an agent without keypoints in the mix adds nothing
 	}
 	got := poolPointErrors(es)
-	want := []PointError{{"hand", 4, (2 + 3*5) / 4.0}, {"target", 2, 1}}
+	want := []PointError{{"hand", 4, (2 + 3*5) / 4.0, 0}, {"target", 5, (2*1 + 3*4) / 5.0, 3}}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("pooled %+v, want %+v", got, want)
 	}
-	if poolPointErrors(es[2:]) != nil {
+	if poolPointErrors(es[3:]) != nil {
 		t.Error("episodes without keypoints pooled into errors")
+	}
+}
+
+// swapper holds still and reports the target keypoint on the
+// destination's label and the destination keypoint on the target's, as a
+// policy does that cannot tell "move the X near the Y" from "move the Y
+// near the X". It counts the frames in which both points show and their
+// labels lie more than 8 px apart: there each of its two points marks the
+// other object.
+type swapper struct {
+	act     [11]float32
+	labels  [sim.KeypointLabelLen]float32
+	swapped *int
+}
+
+func (*swapper) Reset(string) {}
+
+func (a *swapper) Act(o *sim.Observation) ([]float32, error) {
+	const per = sim.KeypointLabelLen / sim.KeypointCount
+	sim.KeypointLabels(a.labels[:], o.State, o.Height, o.Width)
+	t, d := a.labels[per:2*per], a.labels[2*per:]
+	if t[2] > 0 && d[2] > 0 && math.Hypot(float64(t[0]-d[0])*float64(o.Width), float64(t[1]-d[1])*float64(o.Height)) > 8 {
+		*a.swapped++
+	}
+	HoldAction(a.act[:])
+	return a.act[:], nil
+}
+
+func (a *swapper) Keypoint(i int) (u, v float32, ok bool) {
+	const per = sim.KeypointLabelLen / sim.KeypointCount
+	src := [sim.KeypointCount]int{0, 2, 1}
+	if i >= sim.KeypointCount {
+		return 0, 0, false
+	}
+	return a.labels[src[i]*per], a.labels[src[i]*per+1], true
+}
+
+func TestKeypointOnOther(t *testing.T) {
+	var swapped, shown [sim.KeypointCount]int
+	runs := []RunSpec{
+		{Name: "swapper", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) {
+			return agentPlayer{newAgent: func() sim.Agent { return &swapper{swapped: &swapped[0]} }, privileged: true}, nil
+		}},
+		{Name: "pointer", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) {
+			return agentPlayer{newAgent: func() sim.Agent { return &pointer{shown: &shown} }, privileged: true}, nil
+		}},
+	}
+	cfg := Config{Tasks: tasks(t, "move"), Episodes: 2, Seed: 5, Height: 64, Width: 80, Workers: 1, Runs: runs}
+	led, _, err := Evaluate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if swapped[0] == 0 {
+		t.Fatal("no frame showed the target and the destination apart; the test shows nothing")
+	}
+	got := led.Run("swapper").Overall.KeypointError
+	if got[0].OnOther != 0 || got[1].OnOther != swapped[0] || got[2].OnOther != swapped[0] {
+		t.Errorf("swapped points %+v, want the target and destination on the other in %d frames, the hand never", got, swapped[0])
+	}
+	for _, pe := range led.Run("pointer").Overall.KeypointError {
+		if pe.OnOther != 0 {
+			t.Errorf("faithful points marked the other object: %+v", pe)
+		}
+	}
+	if sum := Summary(led, nil); !strings.Contains(sum, "% on the other)") {
+		t.Errorf("summary does not show the swapped share:\n%s", sum)
 	}
 }
 

@@ -96,6 +96,12 @@ type PointError struct {
 	Point  string  `json:"point"`   // sim.KeypointNames
 	Frames int     `json:"frames"`  // frames with the point in view
 	MeanPx float64 `json:"mean_px"` // mean distance in pixels; 0 without frames
+	// OnOther counts the frames in which the target or destination point
+	// marked the other of the two objects: further than 8 px from its own
+	// label and within 8 px of the other's. An instruction encoder that
+	// cannot tell "move the X near the Y" from "move the Y near the X"
+	// makes the two trade places.
+	OnOther int `json:"on_other,omitempty"`
 }
 
 // GoalProbeError is how far a policy's goal probe (policy.Config.GoalProbe)
@@ -231,6 +237,7 @@ func poolPointErrors(es []EpisodeResult) []PointError {
 				sums = append(sums, 0)
 			}
 			pooled[i].Frames += pe.Frames
+			pooled[i].OnOther += pe.OnOther
 			sums[i] += pe.MeanPx * float64(pe.Frames)
 		}
 	}
