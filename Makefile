@@ -23,7 +23,7 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~27 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_OWN_STEPS, TRAIN_OWN_ARGS, TRAIN_DIR)"
+	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~24 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
@@ -66,13 +66,13 @@ bench: build
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
-# end), the policy node on DEMO_POLICY (the committed small-recall-own checkpoint,
-# trained in Go: README, Training; a fresh, untrained small policy when the
+# end), the policy node on DEMO_POLICY (the committed small-recall-ngrams-own
+# checkpoint, trained in Go: README, Training; a fresh, untrained small policy when the
 # file does not exist) and the simulator node it drives over ROS.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
-DEMO_POLICY ?= launch/checkpoints/small-recall-own/policy.safetensors
+DEMO_POLICY ?= launch/checkpoints/small-recall-ngrams-own/policy.safetensors
 DEMO_RATE ?= 3
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1
@@ -88,31 +88,25 @@ demo: build
 # checkpoint, its training state (a rerun resumes), the JSON log and the
 # learning curve.
 # The defaults are the committed checkpoint's recipe (README, Training,
-# sessions 18 and 19): 300 DART episodes of each of the five families,
+# session 20): 300 DART episodes of each of the five families,
 # small-recall (small-target with memory-steered FiLM) with keypoint
-# supervision, geometry labels and censored bounds, 3500 updates of 16
-# windows of 16 steps; then 1000 updates at 5e-4 from that checkpoint in
-# which, over the second half, half the windows read the policy's own
-# keypoints (--geometry-own 0.5). About 27 min on two cores: 3 to encode
-# the frames, 18 and 6 to train. The first stage alone is session 18's
-# launch/checkpoints/small-recall.
+# supervision, geometry labels, censored bounds and word 3-grams, 4500
+# updates of 16 windows of 16 steps in which, over the second half, half
+# the windows read the policy's own keypoints (--geometry-own 0.5). About
+# 24 min on two cores: 3 to encode the frames, 21 to train.
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
-TRAIN_STEPS ?= 3500
+TRAIN_STEPS ?= 4500
 TRAIN_PRESET ?= small-recall
-TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds --window 16 --batch 16
-TRAIN_OWN_STEPS ?= 1000
-TRAIN_OWN_ARGS ?= --geometry-own 0.5 --lr 5e-4
+TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds --window 16 --batch 16 --word-ngrams 3 --geometry-own 0.5
 train: build
 	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
 	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
-	$(BIN) train --data $(TRAIN_DIR)/data --init $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors --preset $(TRAIN_PRESET) --steps $(TRAIN_OWN_STEPS) \
-		--out $(TRAIN_DIR)/$(TRAIN_PRESET)-own.safetensors $(TRAIN_ARGS) $(TRAIN_OWN_ARGS)
 
 EVAL_EPISODES ?= 50
 eval: build
-	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET)-own.safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
+	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
 		--size 128x160 --out $(TRAIN_DIR)/eval
 
 # The memory comparison of README "The memory matters" (session 16): twins
