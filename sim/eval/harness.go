@@ -595,15 +595,14 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 		if l[2] == 0 { // out of view
 			continue
 		}
-		t.framePx[i] = math.Hypot(float64(u-l[0])*float64(w), float64(v-l[1])*float64(h))
+		t.framePx[i] = pixelsFrom(u, v, l, h, w)
 		t.sumPx[i] += t.framePx[i]
 		t.frames[i]++
 	}
 	const target, destination = 1, 2
 	for _, p := range [2][2]int{{target, destination}, {destination, target}} {
 		i, other := p[0], t.labels[p[1]*per:(p[1]+1)*per]
-		if t.framePx[i] > targetOffPx && other[2] != 0 &&
-			math.Hypot(float64(kp[i][0]-other[0])*float64(w), float64(kp[i][1]-other[1])*float64(h)) <= targetOffPx {
+		if t.framePx[i] > targetOffPx && other[2] != 0 && pixelsFrom(kp[i][0], kp[i][1], other, h, w) <= targetOffPx {
 			t.onOther[i]++
 		}
 	}
@@ -615,9 +614,15 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 	sim.MemoryKeypointLabels(t.memory[:], s, h, w)
 	if l, m := t.labels[per:2*per], t.memory[per:2*per]; l[2] == 0 && m[2] > 0 {
 		u, v, _ := k.Keypoint(1)
-		t.rememberedPx += math.Hypot(float64(u-m[0])*float64(w), float64(v-m[1])*float64(h))
+		t.rememberedPx += pixelsFrom(u, v, m, h, w)
 		t.remembered++
 	}
+}
+
+// pixelsFrom is the distance in pixels of an h x w frame between the
+// normalised image point (u, v) and a label's point (label[0], label[1]).
+func pixelsFrom(u, v float32, label []float32, h, w int) float64 {
+	return math.Hypot(float64(u-label[0])*float64(w), float64(v-label[1])*float64(h))
 }
 
 // result is the episode's PointErrors, nil if the agent reported none.
