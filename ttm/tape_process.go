@@ -73,7 +73,7 @@ func (rc *mlpRec) backward(sc *mlpScratch, dIn, dOut, in []float32, b, g *mlpBlo
 	clear(sc.dHid)
 	nn.DenseBackward(sc.dHid, g.d1.kernel, g.d1.bias, dOut, rc.hid, b.d1.kernel, rows, b.d1.in, b.d1.out)
 	clear(sc.dPre)
-	nn.GELUBackward(sc.dPre, sc.dHid, rc.pre)
+	nn.GELUBackward(sc.dPre, sc.dHid, rc.pre, rc.hid)
 	nn.DenseBackward(dIn, g.d0.kernel, g.d0.bias, sc.dPre, in, b.d0.kernel, rows, b.d0.in, b.d0.out)
 }
 
@@ -263,7 +263,7 @@ func (t *mixerTape) backward(s int, dIn, dOut []float32) {
 		clear(t.dTokHid)
 		nn.DenseTokensBackward(t.dTokHid, gb.token.d1.kernel, gb.token.d1.bias, dx, br.tokHid, b.token.d1.kernel, td, d, r)
 		clear(t.dTokPre)
-		nn.GELUBackward(t.dTokPre, t.dTokHid, br.tokPre)
+		nn.GELUBackward(t.dTokPre, t.dTokHid, br.tokPre, br.tokHid)
 		clear(t.dY)
 		nn.DenseTokensBackward(t.dY, gb.token.d0.kernel, gb.token.d0.bias, t.dTokPre, br.ln0.out, b.token.d0.kernel, r, d, td)
 		br.ln0.backward(dx, t.dY, &b.ln0, &gb.ln0, r, d)

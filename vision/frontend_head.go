@@ -300,14 +300,22 @@ func Unfold3x3Forward(out, feat []float32, c, n, width int) {
 			src := feat[ch*n : (ch+1)*n]
 			dst := out[(k*c+ch)*n : (k*c+ch+1)*n]
 			for y := range rows {
+				row := dst[y*width : (y+1)*width]
 				sy := y + dy
-				for x := range width {
-					sx := x + dx
-					if sy < 0 || sy >= rows || sx < 0 || sx >= width {
-						dst[y*width+x] = 0
-						continue
-					}
-					dst[y*width+x] = src[sy*width+sx]
+				if sy < 0 || sy >= rows {
+					clear(row)
+					continue
+				}
+				from := src[sy*width : (sy+1)*width]
+				switch dx { // row[x] = from[x+dx], zero where x+dx leaves the row
+				case -1:
+					row[0] = 0
+					copy(row[1:], from[:width-1])
+				case 0:
+					copy(row, from)
+				case 1:
+					copy(row[:width-1], from[1:])
+					row[width-1] = 0
 				}
 			}
 		}
@@ -450,7 +458,7 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	clear(ha.dOut)
 	nn.DenseBackward(ha.dOut, g.ProjKernel, g.ProjBias, dProj, ha.Out, h.P.ProjKernel, n, hd, d)
 	clear(ha.dFiLM)
-	nn.GELUBackward(ha.dFiLM, ha.dOut, ha.FiLM)
+	nn.GELUBackward(ha.dFiLM, ha.dOut, ha.FiLM, ha.Out)
 	dPre := ha.dFiLM
 	if c.FiLM == FiLMHead {
 		clear(ha.dPre)

@@ -512,3 +512,38 @@ func TestKeypointReadoutOfItsTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestUnfold3x3MatchesDefinition: column (k·C + ch) of the unfolded map at
+// (y, x) is channel ch at (y + k/3 - 1, x + k%3 - 1), zero outside the map,
+// for maps down to one row or one column.
+func TestUnfold3x3MatchesDefinition(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, sz := range []struct{ c, rows, width int }{{1, 1, 1}, {2, 1, 4}, {3, 4, 1}, {2, 3, 2}, {4, 16, 20}} {
+		n := sz.rows * sz.width
+		feat := make([]float32, sz.c*n)
+		for i := range feat {
+			feat[i] = float32(r.NormFloat64())
+		}
+		out := make([]float32, 9*sz.c*n)
+		for i := range out {
+			out[i] = float32(math.NaN()) // every value must be written
+		}
+		Unfold3x3Forward(out, feat, sz.c, n, sz.width)
+		for k := range 9 {
+			for ch := range sz.c {
+				for y := range sz.rows {
+					for x := range sz.width {
+						sy, sx := y+k/3-1, x+k%3-1
+						want := float32(0)
+						if sy >= 0 && sy < sz.rows && sx >= 0 && sx < sz.width {
+							want = feat[ch*n+sy*sz.width+sx]
+						}
+						if got := out[(k*sz.c+ch)*n+y*sz.width+x]; got != want {
+							t.Fatalf("%+v: tap %d channel %d at (%d, %d) = %v, want %v", sz, k, ch, y, x, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

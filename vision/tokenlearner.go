@@ -83,7 +83,7 @@ func TokenLearnerBackward(dIn []float32, g *TokenLearnerParams, dOut []float32, 
 	clear(a.dHid)
 	nn.DenseBackward(a.dHid, g.Kernel1, g.Bias1, a.dLogits, a.Hid, p.Kernel1, n, h, k)
 	clear(a.dPre)
-	nn.GELUBackward(a.dPre, a.dHid, a.Pre)
+	nn.GELUBackward(a.dPre, a.dHid, a.Pre, a.Hid)
 	clear(a.dLN)
 	nn.DenseBackward(a.dLN, g.Kernel0, g.Bias0, a.dPre, a.LN, p.Kernel0, n, d, h)
 	if dIn != nil {

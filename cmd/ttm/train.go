@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -91,6 +92,7 @@ func runTrain(env *environment, args []string) error {
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
+	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile of the updates (not the data loading) to this `file`, for go tool pprof")
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
 	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
 	keypointSigma := fl.Float64("keypoint-sigma", vision.DefaultKeypointSigma, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
@@ -98,7 +100,8 @@ func runTrain(env *environment, args []string) error {
 	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
 	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-probe preset and the simulator's datasets); 0: none")
-	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: in the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
+	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: after --geometry-own-from of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
+	geometryOwnFrom := fl.Float64("geometry-own-from", def.GeometryOwnFrom, "with --geometry-own: the share of the updates, in [0, 1), that read labels only before the own keypoints come in")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
@@ -137,7 +140,7 @@ func runTrain(env *environment, args []string) error {
 	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
 	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
 	cfg.GeometryLabels, cfg.CensorBounds = *geometryLabels, *censorBounds
-	cfg.GeometryOwn, cfg.GoalWeight = *geometryOwn, *goalWeight
+	cfg.GeometryOwn, cfg.GeometryOwnFrom, cfg.GoalWeight = *geometryOwn, *geometryOwnFrom, *goalWeight
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -249,6 +252,17 @@ func runTrain(env *environment, args []string) error {
 			close(stop)
 		}
 	}()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile %s: %w", *cpuProfile, err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	began := time.Now()
 	if err := tr.Run(*logEvery, *ckptEvery, checkpoint, stop); err != nil {
 		return err

@@ -131,14 +131,20 @@ func gelu(x float32) float32 {
 }
 
 // GELUBackward accumulates dIn += dOut * gelu'(in), with
-// gelu'(x) = s + 2 x s (1 - s) u'(x), s = sigmoid(2u).
-func GELUBackward(dIn, dOut, in []float32) {
+// gelu'(x) = s + 2 x s (1 - s) u'(x), s = sigmoid(2u). out is
+// GELUForward's output for in (not aliased): s = out / x saves the exp
+// that dominated this kernel. Near x = 0, where the quotient loses its
+// digits, s is its limit 1/2 (its error there is below float32's).
+func GELUBackward(dIn, dOut, in, out []float32) {
 	checkLen("GELUBackward dIn", dIn, len(in))
 	checkLen("GELUBackward dOut", dOut, len(in))
-	dIn, dOut = dIn[:len(in)], dOut[:len(in)]
+	checkLen("GELUBackward out", out, len(in))
+	dIn, dOut, out = dIn[:len(in)], dOut[:len(in)], out[:len(in)]
 	for i, x := range in {
-		u := geluScale * (x + 0.044715*x*x*x)
-		s := 1 / (1 + Exp32(-2*u))
+		s := float32(0.5)
+		if x > 1e-30 || x < -1e-30 {
+			s = out[i] / x
+		}
 		du := geluScale * (1 + 3*0.044715*x*x)
 		dIn[i] += dOut[i] * (s + 2*x*s*(1-s)*du)
 	}

@@ -226,7 +226,7 @@ func TestGradients(t *testing.T) {
 		{
 			name: "GELU", params: [][]float32{gIn}, out: gOut,
 			forward:  func() { GELUForward(gOut, gIn) },
-			backward: func(d []float32, g [][]float32) { GELUBackward(g[0], d, gIn) },
+			backward: func(d []float32, g [][]float32) { GELUBackward(g[0], d, gIn, gOut) },
 		},
 		{
 			name: "SoftmaxRows", params: [][]float32{smIn}, out: smOut,
@@ -331,6 +331,34 @@ func TestGELUMatchesTanhFormula(t *testing.T) {
 		want := 0.5 * xf * (1 + math.Tanh(geluScale*(xf+0.044715*xf*xf*xf)))
 		if math.Abs(float64(out[i])-want) > 3e-7*math.Max(1, math.Abs(want)) {
 			t.Fatalf("gelu(%g) = %g, want %g", x, out[i], want)
+		}
+	}
+}
+
+// TestGELUBackwardMatchesDerivative: the derivative read from the forward
+// output matches the closed form in float64 over the whole range, at and
+// near zero (where the quotient out/x is not used) and far out in both
+// tails, where the forward's clamped exponent leaves a residue.
+func TestGELUBackwardMatchesDerivative(t *testing.T) {
+	in := []float32{0, 1e-35, -1e-35, 1e-30, -1e-29, 1e-6, -1e-6, 20, -20, 100, -100, 1e4, -1e4}
+	for x := float32(-12); x < 12; x += 0.006 {
+		in = append(in, x)
+	}
+	out, dOut, dIn := make([]float32, len(in)), make([]float32, len(in)), make([]float32, len(in))
+	GELUForward(out, in)
+	for i := range dOut {
+		dOut[i] = 1
+	}
+	GELUBackward(dIn, dOut, in, out)
+	for i, x := range in {
+		xf := float64(x)
+		u := geluScale * (xf + 0.044715*xf*xf*xf)
+		th := math.Tanh(u)
+		want := 0.5*(1+th) + 0.5*xf*(1-th*th)*geluScale*(1+3*0.044715*xf*xf)
+		// For x of 4 to 5, 2x·u'(x) ≈ 30 amplifies out's rounding (half an
+		// ulp of x) in s = out/x: a few 1e-6 there, as exp-based s has.
+		if math.IsNaN(float64(dIn[i])) || math.Abs(float64(dIn[i])-want) > 5e-6*math.Max(1, math.Abs(want)) {
+			t.Errorf("gelu'(%g) = %g, want %g", x, dIn[i], want)
 		}
 	}
 }

@@ -137,7 +137,7 @@ func (rc *mlpRec) backward(b, g *mlpBlock, dIn, dOut, in, dHid, dPre []float32, 
 	clear(dHid[:rows*h])
 	b.d1.backward(&g.d1, dHid, dOut, rc.hid, rows)
 	clear(dPre[:rows*h])
-	nn.GELUBackward(dPre[:rows*h], dHid[:rows*h], rc.pre[:rows*h])
+	nn.GELUBackward(dPre[:rows*h], dHid[:rows*h], rc.pre[:rows*h], rc.hid[:rows*h])
 	b.d0.backward(&g.d0, dIn, dPre, in, rows)
 }
 

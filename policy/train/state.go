@@ -90,7 +90,7 @@ func (tr *Trainer) LoadState(path string) error {
 	if err != nil {
 		return fmt.Errorf("train state: %w", err)
 	}
-	var cfg Config
+	cfg := Config{GeometryOwnFrom: DefaultConfig().GeometryOwnFrom} // states before the field had it fixed there
 	if err := json.Unmarshal([]byte(f.Metadata[stateConfigKey]), &cfg); err != nil {
 		return fmt.Errorf("train state %s: config: %w", path, err)
 	}

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -204,6 +205,37 @@ func TestResumeContinuesExactly(t *testing.T) {
 	tr4, _ := New(cfg, p2, eps[:2], nil)
 	if err := tr4.LoadState(state); err == nil {
 		t.Error("state of other episodes accepted")
+	}
+
+	// A state written before geometry_own_from existed meant half, the default.
+	f, err := safetensors.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(f.Metadata[stateConfigKey]), &fields); err != nil {
+		t.Fatal(err)
+	}
+	if fields["geometry_own_from"] != 0.5 {
+		t.Fatalf("state config's geometry_own_from = %v, want 0.5", fields["geometry_own_from"])
+	}
+	delete(fields, "geometry_own_from")
+	js, _ := json.Marshal(fields)
+	f.Metadata[stateConfigKey] = string(js)
+	old := filepath.Join(dir, "old.state")
+	if err := safetensors.WriteFile(old, f); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		from float64
+		ok   bool
+	}{{0.5, true}, {0.25, false}} {
+		cfg5 := cfg
+		cfg5.GeometryOwnFrom = c.from
+		tr5, _ := New(cfg5, p2, eps, nil)
+		if err := tr5.LoadState(old); (err == nil) != c.ok {
+			t.Errorf("state without geometry_own_from, run from %v: %v", c.from, err)
+		}
 	}
 }
 
@@ -600,24 +632,26 @@ func TestProprioLearns(t *testing.T) {
 	}
 }
 
-// TestGeometryOwnDraws: with GeometryOwn the first half of the updates
-// reads labels only; in the second half each window reads the policy's
-// own keypoints with the given probability, the same draw whatever the
-// workers; the setting needs geometry labels and a probability.
+// TestGeometryOwnDraws: with GeometryOwn the updates before
+// GeometryOwnFrom read labels only; after it each window reads the
+// policy's own keypoints with the given probability, the same draw
+// whatever the workers; the setting needs geometry labels, a probability
+// and a start share below one.
 func TestGeometryOwnDraws(t *testing.T) {
-	for _, p := range []float64{0, 0.3, 1} {
+	for _, c := range []struct{ p, from float64 }{{0, 0.5}, {0.3, 0.5}, {1, 0.5}, {0.5, 0}, {0.75, 0.25}} {
 		cfg := smallConfig()
-		cfg.Steps, cfg.Batch, cfg.GeometryLabels, cfg.GeometryOwn = 400, 32, true, p
+		cfg.Steps, cfg.Batch, cfg.GeometryLabels, cfg.GeometryOwn, cfg.GeometryOwnFrom = 400, 32, true, c.p, c.from
+		start := int(c.from * 400) // hand-computed: the first update that may read its own keypoints
 		tr := &Trainer{cfg: cfg, opt: &AdamW{}}
 		own, draws := 0, 0
 		for step := range cfg.Steps {
 			tr.opt.Step = step
 			for i := range cfg.Batch {
 				o := tr.ownGeometry(i)
-				if step < cfg.Steps/2 && o {
-					t.Fatalf("p %v: update %d, stream %d reads its own keypoints in the first half", p, step, i)
+				if step < start && o {
+					t.Fatalf("%+v: update %d, stream %d reads its own keypoints before update %d", c, step, i, start)
 				}
-				if step >= cfg.Steps/2 {
+				if step >= start {
 					draws++
 					if o {
 						own++
@@ -628,15 +662,16 @@ func TestGeometryOwnDraws(t *testing.T) {
 				}
 			}
 		}
-		if share := float64(own) / float64(draws); math.Abs(share-p) > 0.02 {
-			t.Errorf("p %v: %d of %d second-half windows read their own keypoints", p, own, draws)
+		if share := float64(own) / float64(draws); math.Abs(share-c.p) > 0.02 {
+			t.Errorf("%+v: %d of %d windows from update %d read their own keypoints", c, own, draws, start)
 		}
 	}
-	for _, c := range []Config{{GeometryOwn: 0.5}, {GeometryOwn: 1.5, GeometryLabels: true}, {GeometryOwn: math.NaN(), GeometryLabels: true}} {
+	for _, c := range []Config{{GeometryOwn: 0.5}, {GeometryOwn: 1.5, GeometryLabels: true}, {GeometryOwn: math.NaN(), GeometryLabels: true},
+		{GeometryOwn: 0.5, GeometryLabels: true, GeometryOwnFrom: 1}, {GeometryOwn: 0.5, GeometryLabels: true, GeometryOwnFrom: -0.1}} {
 		cfg := smallConfig()
-		cfg.GeometryOwn, cfg.GeometryLabels = c.GeometryOwn, c.GeometryLabels
+		cfg.GeometryOwn, cfg.GeometryLabels, cfg.GeometryOwnFrom = c.GeometryOwn, c.GeometryLabels, c.GeometryOwnFrom
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "geometry_own") {
-			t.Errorf("geometry_own %v with labels %v: %v", c.GeometryOwn, c.GeometryLabels, err)
+			t.Errorf("geometry_own %v from %v with labels %v: %v", c.GeometryOwn, c.GeometryOwnFrom, c.GeometryLabels, err)
 		}
 	}
 }
@@ -703,5 +738,52 @@ func TestGoalProbeLearns(t *testing.T) {
 	cfg.GoalWeight = -1
 	if err := cfg.Validate(); err == nil {
 		t.Error("a negative goal weight accepted")
+	}
+}
+
+// TestBalanceWindows: every window goes to exactly one worker, longest
+// first to the least-loaded worker, so the loads differ by at most the
+// longest window; hand-computed shares for small cases.
+func TestBalanceWindows(t *testing.T) {
+	for _, c := range []struct {
+		lens    []int
+		workers int
+		want    [][]int
+	}{
+		{[]int{16, 16, 16, 16}, 2, [][]int{{0, 2}, {1, 3}}},
+		// 16 (0) to w0, 16 (3) to w1, 9 (2) to w0 (tie: lower index), 7 (1) to w1, 3 (4) to w1: loads 25, 26.
+		{[]int{16, 7, 9, 16, 3}, 2, [][]int{{0, 2}, {1, 3, 4}}},
+		{[]int{5}, 2, [][]int{{0}, nil}},
+		{[]int{4, 4, 4}, 1, [][]int{{0, 1, 2}}},
+	} {
+		if got := balanceWindows(c.lens, c.workers); !slices.EqualFunc(got, c.want, func(a, b []int) bool { return slices.Equal(a, b) }) {
+			t.Errorf("balanceWindows(%v, %d) = %v, want %v", c.lens, c.workers, got, c.want)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		lens := make([]int, 1+r.IntN(40))
+		for i := range lens {
+			lens[i] = 1 + r.IntN(16)
+		}
+		workers := 1 + r.IntN(4)
+		seen := make([]int, len(lens))
+		lo, hi := math.MaxInt, 0
+		for _, s := range balanceWindows(lens, workers) {
+			load := 0
+			for _, i := range s {
+				seen[i]++
+				load += lens[i]
+			}
+			lo, hi = min(lo, load), max(hi, load)
+		}
+		for i, n := range seen {
+			if n != 1 {
+				t.Fatalf("%v over %d workers: window %d given %d times", lens, workers, i, n)
+			}
+		}
+		if hi-lo > slices.Max(lens) {
+			t.Fatalf("%v over %d workers: loads %d..%d differ by more than the longest window", lens, workers, lo, hi)
+		}
 	}
 }

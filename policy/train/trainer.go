@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -58,12 +59,16 @@ type Config struct {
 	// target points' back-projection (policy.Learner.GeometryFromLabels).
 	GeometryLabels bool `json:"geometry_labels,omitempty"`
 	// GeometryOwn, with GeometryLabels, exposes the policy to its own
-	// keypoints' errors before it acts on them: in the second half of the
-	// updates each window reads its geometry from the policy's keypoints
-	// (policy.StepData.OwnGeometry) with this probability. The first half
-	// trains on labels alone: a keypoint that is still learning would teach
-	// the policy to distrust the geometry.
+	// keypoints' errors before it acts on them: after GeometryOwnFrom of
+	// the updates, each window reads its geometry from the policy's
+	// keypoints (policy.StepData.OwnGeometry) with this probability. The
+	// updates before train on labels alone: a keypoint that is still
+	// learning would teach the policy to distrust the geometry.
 	GeometryOwn float64 `json:"geometry_own,omitempty"`
+	// GeometryOwnFrom is the share of the updates, in [0, 1), done before
+	// the own keypoints come in (DefaultConfig: half). Not omitted when
+	// zero: a state file without it predates it and meant half.
+	GeometryOwnFrom float64 `json:"geometry_own_from"`
 	// GoalWeight, when positive, trains a policy's goal probe on the
 	// episodes' start goals (Episode.Goal) as an auxiliary loss of this
 	// weight (policy.Learner.GoalWeight).
@@ -73,7 +78,8 @@ type Config struct {
 // DefaultConfig is the small preset's recipe.
 func DefaultConfig() Config {
 	return Config{Steps: 3000, Batch: 32, Window: 8, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
-		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2}
+		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2,
+		GeometryOwnFrom: 0.5}
 }
 
 // Validate reports the first unusable field.
@@ -99,6 +105,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
 	case !(c.GeometryOwn >= 0 && c.GeometryOwn <= 1) || c.GeometryOwn > 0 && !c.GeometryLabels:
 		return fmt.Errorf("train: geometry_own %v: want a probability in [0, 1], and geometry labels to mix with", c.GeometryOwn)
+	case !(c.GeometryOwnFrom >= 0 && c.GeometryOwnFrom < 1):
+		return fmt.Errorf("train: geometry_own_from %v: want a share of the updates in [0, 1)", c.GeometryOwnFrom)
 	}
 	return nil
 }
@@ -271,7 +279,7 @@ func (tr *Trainer) startEpisode(i int) {
 // the policy's own keypoints (Config.GeometryOwn), from a generator seeded
 // by the update and the stream, so the draw does not depend on the workers.
 func (tr *Trainer) ownGeometry(i int) bool {
-	if tr.cfg.GeometryOwn <= 0 || 2*tr.opt.Step < tr.cfg.Steps {
+	if tr.cfg.GeometryOwn <= 0 || float64(tr.opt.Step) < tr.cfg.GeometryOwnFrom*float64(tr.cfg.Steps) {
 		return false
 	}
 	r := rand.New(rand.NewPCG(tr.cfg.Seed^0x6765_6f6d_6f77_6e00, uint64(tr.opt.Step)<<16|uint64(i)))
@@ -322,12 +330,13 @@ func (tr *Trainer) step() (update, error) {
 	stats := make([]policy.WindowStats, len(tr.streams))
 	errs := make([]error, len(tr.learners))
 	var wg sync.WaitGroup
+	share := balanceWindows(lens, len(tr.learners))
 	for w, l := range tr.learners {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			l.ZeroGrads()
-			for i := w; i < len(tr.streams); i += len(tr.learners) {
+			for _, i := range share[w] {
 				s := tr.streams[i]
 				st, err := l.Window(s.st, tr.toks[s.ep], tr.data[i][:lens[i]], scale)
 				if err != nil {
@@ -374,6 +383,36 @@ func (tr *Trainer) step() (update, error) {
 	tr.samples += int64(total)
 	n := float64(total)
 	return update{loss: sumLoss / n, acc: float64(correct) / float64(max(labels, 1)), keypointLoss: sumKeypoint / n, goalLoss: sumGoal / n, gradNorm: gradNorm}, nil
+}
+
+// balanceWindows shares the windows of an update among the workers so
+// that each gets about the same number of steps (a window's cost is about
+// its length, and windows at an episode's end are short): longest first,
+// each to the worker with the fewest steps so far, ties to the lower
+// index, streams in increasing order within a worker. The shares depend
+// on the lengths alone, so the gradient sums, and the run, stay
+// reproducible.
+func balanceWindows(lens []int, workers int) [][]int {
+	order := make([]int, len(lens))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return lens[b] - lens[a] })
+	share, load := make([][]int, workers), make([]int, workers)
+	for _, i := range order {
+		w := 0
+		for v := 1; v < workers; v++ {
+			if load[v] < load[w] {
+				w = v
+			}
+		}
+		share[w] = append(share[w], i)
+		load[w] += lens[i]
+	}
+	for _, s := range share {
+		slices.Sort(s)
+	}
+	return share
 }
 
 // Updates is the number of updates done.
