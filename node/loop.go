@@ -337,7 +337,7 @@ func (l *Loop) episodeChanges(instr instruction) {
 		l.episode++
 		l.cnt.Episodes++
 		l.log.Info("new episode", "episode", l.episode, "reset_memory", req > l.in.resetApplied.Load(), "new_instruction", newInstr)
-		l.in.resetApplied.Store(req)
+		l.in.startEpisode(req, instr)
 	}
 }
 

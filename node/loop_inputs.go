@@ -23,11 +23,12 @@ import (
 type Inputs struct {
 	clock Clock
 
-	mu       sync.Mutex // mu guards frame, instr
-	frame    *frameIn   // newest frame not yet taken by the loop
-	instr    instruction
-	haveText bool
-	frameSeq uint64
+	mu           sync.Mutex // mu guards frame, instr, episodeInstr
+	frame        *frameIn   // newest frame not yet taken by the loop
+	instr        instruction
+	episodeInstr instruction // the instruction the loop's current episode started with
+	haveText     bool
+	frameSeq     uint64
 
 	framesIn, framesDropped, framesBad, embeddingsBad atomic.Uint64
 
@@ -199,6 +200,24 @@ func (in *Inputs) RequestReset() uint64 { return in.resetRequested.Add(1) }
 
 // ResetApplied reports whether reset request n has been applied.
 func (in *Inputs) ResetApplied(n uint64) bool { return in.resetApplied.Load() >= n }
+
+// startEpisode records that the loop started an episode with instruction
+// instr, having applied the reset requests up to req.
+func (in *Inputs) startEpisode(req uint64, instr instruction) {
+	in.mu.Lock()
+	in.episodeInstr = instr
+	in.mu.Unlock()
+	in.resetApplied.Store(req)
+}
+
+// EpisodeInstruction returns the text of the instruction the loop's current
+// episode started with; ok is false before the first episode and when that
+// instruction was an upstream embedding.
+func (in *Inputs) EpisodeInstruction() (text string, ok bool) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.episodeInstr.text, in.episodeInstr.seq > 0 && in.episodeInstr.useText
+}
 
 // PutProprio offers a proprioception reading (a std_msgs/Float32MultiArray:
 // its values and its layout's first dimension label, "" when it has

@@ -527,10 +527,16 @@ func TestLoopEpisodes(t *testing.T) {
 	if o := h.sink.last(t); o.Episode != 3 || o.Step != 1 {
 		t.Fatalf("after reset_memory: %+v", o)
 	}
+	if text, named := h.in.EpisodeInstruction(); !named || text != "open the drawer" {
+		t.Errorf("episode 3 started with instruction %q (named %v), want %q", text, named, "open the drawer")
+	}
 	// An upstream embedding is a new instruction too.
 	h.in.SetEmbedding(make([]float32, 64))
 	if o := h.actNow(); o.Episode != 4 || o.Step != 1 || !o.Acting {
 		t.Fatalf("after an embedding: %+v", o)
+	}
+	if text, named := h.in.EpisodeInstruction(); named {
+		t.Errorf("episode 4 started with an embedding, but EpisodeInstruction names %q", text)
 	}
 	if st := h.loop.Stats(); st.Episodes != 4 || st.EpisodesDone != 1 {
 		t.Errorf("episodes %d, done %d", st.Episodes, st.EpisodesDone)

@@ -346,8 +346,8 @@ func testEStopLatches(t *testing.T, m *rostest.Master, n *Node, w *watcher) {
 func testServices(t *testing.T, m *rostest.Master, n *Node) {
 	before := n.Stats().Episode
 	out := m.MustRun(toolTimeout, "rosservice", "call", nodeNS+"/reset_memory")
-	if !strings.Contains(out, "success: True") {
-		t.Errorf("reset_memory = %q", out)
+	if !strings.Contains(out, "success: True") || !strings.Contains(out, "a new episode started with instruction") {
+		t.Errorf("reset_memory = %q, want success and the instruction the episode started with", out)
 	}
 	if s := n.Stats(); s.Episode != before+1 {
 		t.Errorf("episode %d after reset_memory, was %d", s.Episode, before)

@@ -158,3 +158,83 @@ func TestSimNodeWithROS(t *testing.T) {
 		t.Errorf("gave up after %v, want about the 1 s start timeout", d)
 	}
 }
+
+// TestSimResetWaitsForTheInstruction provokes the race between an
+// episode's instruction and the reset_memory call, which travel on separate
+// connections: the second episode's instruction message is held back
+// 1.5 s, so the policy node (a real one, over Debian's roscore) applies the
+// reset while it still has the first episode's instruction, and says so in
+// its answer. The simulator node must call again until the answer names
+// the new instruction, and only then start the episode: when it shows the
+// episode's first frame the policy node's episode has the new instruction.
+func TestSimResetWaitsForTheInstruction(t *testing.T) {
+	m := rostest.StartMaster(t)
+	log, _ := newTestLogger(t)
+	const ns = "/race"
+	pick, _ := sim.TaskByName("pick")
+	drawer, _ := sim.TaskByName("drawer")
+	const seed, h, w = 3, 64, 80
+	ep, err := sim.NewEpisode(drawer, seed, sim.Options{Height: h, Width: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	late := ep.Instruction()
+	ep.Close()
+
+	var mu sync.Mutex // mu guards publishedAt
+	var publishedAt time.Time
+	testHookPublishInstruction = func(text string, publish func()) {
+		if text != late {
+			publish()
+			return
+		}
+		go func() {
+			time.Sleep(1500 * time.Millisecond)
+			mu.Lock()
+			publishedAt = time.Now()
+			mu.Unlock()
+			publish()
+		}()
+	}
+	defer func() { testHookPublishInstruction = nil }()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	n, err := Start(ctx, Config{Args: argsFor(t, m, "ttm_node", "__ns:="+ns, "_rate:=5", "_warmup_steps:="+testWarmupSteps), Policy: actingPath(t), Threads: 2, Log: log.Named("policy")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+
+	type seen struct {
+		at          time.Time
+		instruction string
+		named       bool
+	}
+	var first seen
+	results, err := RunSim(ctx, SimConfig{
+		Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w, MaxSteps: 2,
+		ActionTimeout: time.Second, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second, ResetTimeout: 5 * time.Second,
+		Log: log.Named("sim"), PollInterval: 200 * time.Millisecond,
+		Frame: func(ep SimEpisode, step int, _ []byte) {
+			if ep.Task == drawer && step == 0 {
+				text, named := n.loop.in.EpisodeInstruction()
+				first = seen{time.Now(), text, named}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[1].Instruction != late || results[1].Steps != 2 {
+		t.Fatalf("results %+v, want two episodes of 2 steps, the second %q", results, late)
+	}
+	if !first.named || first.instruction != late {
+		t.Errorf("the drawer episode started while the policy node's episode had instruction %q (named %v), want %q", first.instruction, first.named, late)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if publishedAt.IsZero() || first.at.Before(publishedAt) {
+		t.Errorf("the drawer episode's first frame came before its instruction was published (at %v, published at %v)", first.at, publishedAt)
+	}
+}

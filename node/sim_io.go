@@ -196,12 +196,26 @@ func (s *simIO) doneNear(t time.Time, window time.Duration) (doneMsg, bool) {
 // (and again on every re-created node).
 func (s *simIO) setInstruction(text string) {
 	s.instrMu.Lock()
-	defer s.instrMu.Unlock()
 	s.instr = text
-	if p := s.pubs.Load(); p != nil {
-		p.instruction.Write(&std_msgs.String{Data: text})
+	s.instrMu.Unlock()
+	publish := func() {
+		s.instrMu.Lock()
+		defer s.instrMu.Unlock()
+		if p := s.pubs.Load(); p != nil && s.instr == text {
+			p.instruction.Write(&std_msgs.String{Data: text})
+		}
 	}
+	if hook := testHookPublishInstruction; hook != nil {
+		hook(text, publish)
+		return
+	}
+	publish()
 }
+
+// testHookPublishInstruction, set by tests only, is called in place of
+// publishing an episode's instruction, with the function that publishes it:
+// a test delays the message to make it arrive after the reset_memory call.
+var testHookPublishInstruction func(text string, publish func())
 
 // publishFrame sends the robot's proprioception (policy.ArmProprio's
 // layout, labelled) and then an rgb8 frame of h x w stamped now (copies:

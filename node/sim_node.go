@@ -62,8 +62,10 @@ type SimConfig struct {
 	// at every episode start; the new instruction alone then starts the
 	// policy's new episode (not when two episodes in a row share it).
 	NoReset bool
-	// ResetTimeout bounds each reset_memory call. It defaults to
-	// DefaultSimResetTimeout.
+	// ResetTimeout bounds each reset_memory call, and the time spent
+	// calling again while the policy node answers that its new episode
+	// started with the previous instruction (the new one still on its
+	// way). It defaults to DefaultSimResetTimeout.
 	ResetTimeout time.Duration
 	// ProgressEvery: log the episode's progress every that many steps. It
 	// defaults to DefaultSimProgressEvery; negative turns it off.
@@ -117,6 +119,7 @@ type SimStats struct {
 	Ignored         uint64 // actions that came before the frame they would answer (never applied)
 	Dropped         uint64 // actions dropped from a full queue
 	Resets          uint64 // reset_memory calls the policy node answered with success
+	ResetRetries    uint64 // reset_memory calls made again: the answer named the previous instruction
 	HeldTerminate   uint64 // stop actions holding a terminate mode the policy did not choose (never applied)
 }
 
@@ -391,7 +394,7 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 	publish()
 	s.io.setInstruction(info.Instruction)
 	if !c.NoReset {
-		s.resetPolicy(ctx, log)
+		s.resetPolicy(ctx, info.Instruction, log)
 		s.queue.clear() // only actions after the reset answer belong to this episode
 	}
 	if c.Frame != nil {
@@ -460,22 +463,51 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 	return res, nil
 }
 
-// resetPolicy asks the policy node to start a new episode. Failure is not
-// fatal: the new instruction resets the policy node too, unless it repeats
-// the last one.
-func (s *SimNode) resetPolicy(ctx context.Context, log hclog.Logger) {
-	ok, msg, err := s.io.callReset(ctx, s.conf.ResetTimeout)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		log.Warn("reset_memory call failed; relying on the new instruction to reset the policy's memory",
-			"service", s.io.names[ServiceResetMemory], "error", err)
-	case err == nil && !ok:
-		log.Warn("the policy node did not apply the reset in time", "message", msg)
-	case err == nil:
-		s.update(func(st *SimStats) { st.Resets++ })
-		log.Debug("policy memory reset", "message", msg)
+// resetPolicy asks the policy node to start a new episode with
+// instruction. Failure is not fatal: the new instruction resets the policy
+// node too, unless it repeats the last one. The answer names the
+// instruction the policy node's episode started with; while that is not
+// this one (the instruction message has not arrived yet: the topic and the
+// service are separate connections), the episode would act on the
+// previous task, so the call is made again, for up to ResetTimeout.
+func (s *SimNode) resetPolicy(ctx context.Context, instruction string, log hclog.Logger) {
+	deadline := time.Now().Add(s.conf.ResetTimeout)
+	for {
+		ok, msg, err := s.io.callReset(ctx, s.conf.ResetTimeout)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			log.Warn("reset_memory call failed; relying on the new instruction to reset the policy's memory",
+				"service", s.io.names[ServiceResetMemory], "error", err)
+			return
+		case err != nil:
+			return
+		case !ok:
+			log.Warn("the policy node did not apply the reset in time", "message", msg)
+			return
+		}
+		got, named := parseResetAnswer(msg)
+		if !named || got == instruction {
+			s.update(func(st *SimStats) { st.Resets++ })
+			log.Debug("policy memory reset", "message", msg)
+			return
+		}
+		if time.Now().After(deadline) {
+			log.Warn("the policy node's new episode started with another instruction; relying on the new instruction to reset it",
+				"instruction", instruction, "policy_instruction", got, "waited", s.conf.ResetTimeout)
+			return
+		}
+		s.update(func(st *SimStats) { st.ResetRetries++ })
+		log.Debug("the policy node has not received the instruction yet; resetting again", "policy_instruction", got)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(simResetRetry):
+		}
 	}
 }
+
+// simResetRetry is the pause before calling reset_memory again.
+const simResetRetry = 20 * time.Millisecond
 
 // The action and the episode_done message of one tick of the policy node
 // arrive at most simDoneWindow apart (they go out together on two

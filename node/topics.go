@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -293,8 +294,35 @@ func (r *rosIO) onResetMemory(*std_srvs.TriggerReq) (*std_srvs.TriggerRes, bool)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	r.log.Info("memory reset by service", "service", r.names[ServiceResetMemory])
-	return &std_srvs.TriggerRes{Success: true, Message: "memory reset: a new episode started"}, true
+	text, named := r.in.EpisodeInstruction()
+	r.log.Info("memory reset by service", "service", r.names[ServiceResetMemory], "instruction", text)
+	return &std_srvs.TriggerRes{Success: true, Message: resetAnswer(text, named)}, true
+}
+
+// The reset_memory service's answer names the instruction the new episode
+// started with, so that a caller that has just published a new one (the
+// simulator node, at each episode) can tell whether the policy node had
+// received it: the instruction topic and the service are separate
+// connections, and the answer may overtake the message.
+const resetAnswerPrefix = "memory reset: a new episode started"
+
+// resetAnswer is the reset_memory answer for an episode that started with
+// instruction text (named false: none, or an upstream embedding).
+func resetAnswer(text string, named bool) string {
+	if !named {
+		return resetAnswerPrefix
+	}
+	return resetAnswerPrefix + " with instruction " + strconv.Quote(text)
+}
+
+// parseResetAnswer returns the instruction a reset_memory answer names.
+func parseResetAnswer(msg string) (text string, named bool) {
+	rest, ok := strings.CutPrefix(msg, resetAnswerPrefix+" with instruction ")
+	if !ok {
+		return "", false
+	}
+	text, err := strconv.Unquote(rest)
+	return text, err == nil
 }
 
 func (r *rosIO) onEnable(req *std_srvs.SetBoolReq) (*std_srvs.SetBoolRes, bool) {
