@@ -215,3 +215,89 @@ func TestExpertLabelsFollowTheState(t *testing.T) {
 		})
 	}
 }
+
+// TestExpertDeliberateMiss checks ExpertOptions.MissProb on every task:
+// with probability 1, in the episodes whose expert grasps something, the
+// noisy expert's first grasp closes on nothing (the gripper fully closed,
+// no grasp: at least 90 %, since the arm noise while the gripper closes and
+// the reach tolerance can bring the hand back within reach) and it still
+// succeeds, and the noise-free expert labels that state "open"; with
+// probability 0 the episodes are step for step those of an expert without
+// the option.
+func TestExpertDeliberateMiss(t *testing.T) {
+	seeds := uint64(40)
+	if testing.Short() {
+		seeds = 15
+	}
+	for _, task := range Tasks() {
+		t.Run(task.Name, func(t *testing.T) {
+			ok, grasping, missed := 0, 0, 0
+			for seed := range seeds {
+				if graspsSomething(t, task, seed) {
+					grasping++
+				}
+				ep, err := NewEpisode(task, seed, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := ep.Expert(ExpertOptions{Seed: 3, Noise: 0.1, MissProb: 1})
+				clean := ep.Expert(ExpertOptions{})
+				miss := false
+				for !ep.Done() {
+					s := ep.State()
+					label := clean.Act(s)
+					if s.Grip > 0.99 && s.Grasp.Kind == GraspNone && !miss {
+						miss = true
+						if label[policy.DimGripper] != -1 {
+							t.Errorf("seed %d step %d: closed on nothing, the noise-free expert labels gripper %v, want -1 (open)", seed, s.Step, label[policy.DimGripper])
+						}
+					}
+					if _, err := ep.Step(x.Act(s)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if miss {
+					missed++
+				}
+				if ep.Success() {
+					ok++
+				}
+				ep.Close()
+
+				succ, steps := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1})
+				succ0, steps0 := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1, MissProb: 0})
+				if succ != succ0 || steps != steps0 {
+					t.Errorf("seed %d: MissProb 0 took %d steps (success %v), the expert without it %d (%v)", seed, steps0, succ0, steps, succ)
+				}
+			}
+			t.Logf("%d of %d episodes grasp; %d missed a grasp first, %d succeeded", grasping, seeds, missed, ok)
+			if missed > grasping || missed*10 < grasping*9 {
+				t.Errorf("%d episodes missed a grasp, want at least 90%% of the %d that grasp", missed, grasping)
+			}
+			if ok*10 < int(seeds)*9 {
+				t.Errorf("%d of %d episodes succeeded after the miss, want at least 90%%", ok, seeds)
+			}
+		})
+	}
+}
+
+// graspsSomething reports whether the noise-free expert grasps anything in
+// the episode of task and seed.
+func graspsSomething(t *testing.T, task *Task, seed uint64) bool {
+	t.Helper()
+	ep, err := NewEpisode(task, seed, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	x := ep.Expert(ExpertOptions{})
+	for !ep.Done() {
+		if ep.State().Grasp.Kind != GraspNone {
+			return true
+		}
+		if _, err := ep.Step(x.Act(ep.State())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ep.State().Grasp.Kind != GraspNone
+}

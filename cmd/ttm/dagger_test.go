@@ -315,6 +315,10 @@ func TestRecordDAggerUsage(t *testing.T) {
 		{"negative beta", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--beta", "-0.1", "--out", dir}, "--beta -0.1"},
 		{"label with ros", []string{"record", "--ros", "--label", "expert", "--out", "x.bag"}, "--label does not apply to --ros"},
 		{"expert noise", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--noise", "0.1", "--out", dir}, "are for --experts"},
+		{"miss for a policy", []string{"record", "--policy", "x.safetensors", "--miss", "0.3", "--out", dir}, "are for --experts"},
+		{"miss above 1", []string{"record", "--experts", "--miss", "1.5", "--out", dir}, "--miss 1.5"},
+		{"miss NaN", []string{"record", "--experts", "--miss", "NaN", "--out", dir}, "--miss NaN"},
+		{"miss with ros", []string{"record", "--ros", "--miss", "0.3", "--out", "x.bag"}, "--miss does not apply to --ros"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, _, stderr := runCmd(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.want) {

@@ -21,7 +21,7 @@ func init() {
 	register(command{name: "record", summary: "record episodes as ROS bags: a dataset from the experts or a policy, or live topics", run: runRecord})
 }
 
-const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
+const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P] [--miss P]
        ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]
 
 With --policy --label expert the dataset is for DAgger: the policy acts (at each
@@ -61,6 +61,7 @@ func runRecord(env *environment, args []string) error {
 	noise := fl.Float64("noise", 0, "expert: Gaussian noise on the arm displacement, in action units")
 	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
 	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
+	miss := fl.Float64("miss", 0, "expert: probability that an episode's first grasp misses on purpose (4.5-6.5 cm off its object or handle), then opens and grasps again; with --label expert the learner gets the way out of a missed grasp")
 	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
 	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-recall)")
 	if err := parseFlags(fl, ros.Rest, false); err != nil {
@@ -74,7 +75,7 @@ func runRecord(env *environment, args []string) error {
 	defer stop()
 
 	if *live {
-		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "no-memory", "max-steps", "label", "beta"} {
+		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "miss", "no-memory", "max-steps", "label", "beta"} {
 			if given[f] {
 				return fmt.Errorf("%w: --%s does not apply to --ros", errUsage, f)
 			}
@@ -111,11 +112,16 @@ func runRecord(env *environment, args []string) error {
 		return fmt.Errorf("%w: --max-steps %d is negative", errUsage, cfg.maxSteps)
 	case *noise < 0 || *baseNoise < 0 || *pause < 0 || *pause >= 1:
 		return fmt.Errorf("%w: --noise and --base-noise must be >= 0 and --pause in [0, 1)", errUsage)
+	case !(*miss >= 0 && *miss <= 1):
+		return fmt.Errorf("%w: --miss %v: want a probability in [0, 1]", errUsage, *miss)
 	}
 	if *experts {
-		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause}
+		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause, MissProb: *miss}
 		cfg.expert = &x
 		cfg.agentName = fmt.Sprintf("expert noise=%g base_noise=%g pause=%g", x.Noise, x.BaseNoise, x.PauseProb)
+		if x.MissProb > 0 {
+			cfg.agentName += fmt.Sprintf(" miss=%g", x.MissProb)
+		}
 		cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) { return sim.ExpertAgent{Expert: ep.Expert(x)}, nil }
 		if *label != "" {
 			// DART: the noisy expert acts, the noise-free one labels.
@@ -126,8 +132,8 @@ func runRecord(env *environment, args []string) error {
 			}
 		}
 	} else {
-		if given["noise"] || given["base-noise"] || given["pause"] {
-			return fmt.Errorf("%w: --noise, --base-noise and --pause are for --experts", errUsage)
+		if given["noise"] || given["base-noise"] || given["pause"] || given["miss"] {
+			return fmt.Errorf("%w: --noise, --base-noise, --pause and --miss are for --experts", errUsage)
 		}
 		p, err := policy.Load(*policyPath, policy.Options{Log: env.log})
 		if err != nil {
