@@ -38,6 +38,13 @@ type ExpertOptions struct {
 	// (DART), such episodes hold the states a learner whose grasp missed
 	// is in, labelled with the way out; the experts' own grasps never miss.
 	MissProb float64
+	// DropProb is the chance that the episode's first hold lets go early:
+	// at its first, second or third step holding an object or a drawer's
+	// handle, the expert opens the gripper until it lets go, then carries
+	// on from there (grasps again). Like MissProb, for DART: the noise-free
+	// expert labels those steps "keep holding" and what follows the way
+	// back.
+	DropProb float64
 }
 
 // The range of a deliberate miss's offset (ExpertOptions.MissProb): beyond
@@ -64,6 +71,10 @@ func NewExpert(opts ExpertOptions) Expert {
 			x.missHandle = Vec3{0, 0, math.Copysign(d, math.Sin(a))}
 		}
 		x.missing = miss
+	}
+	if opts.DropProb > 0 { // drawn only then, as MissProb's
+		x.dropping = x.rng.Float64() < opts.DropProb
+		x.dropAfter = x.rng.IntN(3)
 	}
 	return x
 }
@@ -112,6 +123,10 @@ type scripted struct {
 	// or missHandle from a drawer's handle.
 	missing                bool
 	missObject, missHandle Vec3
+	// dropping: the first hold is still to let go early
+	// (ExpertOptions.DropProb), after dropAfter steps holding.
+	dropping        bool
+	dropAfter, held int
 }
 
 func (x *scripted) Act(s *State) []float32 {
@@ -130,6 +145,7 @@ func (x *scripted) Act(s *State) []float32 {
 		return x.act[:]
 	}
 	x.plan(s)
+	x.drop(s)
 	switch rt1.Dims[policy.DimMode].Bin(x.act[policy.DimMode]) {
 	case policy.ModeArm:
 		x.noise(x.opts.Noise, policy.DimWorldX, policy.DimWorldY, policy.DimWorldZ)
@@ -140,6 +156,25 @@ func (x *scripted) Act(s *State) []float32 {
 		x.act[i] = d.Clamp(x.act[i])
 	}
 	return x.act[:]
+}
+
+// drop turns the planned arm action into one that opens the gripper while
+// a deliberate early let-go is due (ExpertOptions.DropProb).
+func (x *scripted) drop(s *State) {
+	if !x.dropping {
+		return
+	}
+	if s.Grasp.Kind == GraspNone {
+		if x.held > 0 { // let go: done
+			x.dropping = false
+		}
+		return
+	}
+	x.held++
+	if x.held > x.dropAfter && rt1.Dims[policy.DimMode].Bin(x.act[policy.DimMode]) == policy.ModeArm {
+		x.act[policy.DimGripper] = -1
+		x.grip = -1
+	}
 }
 
 // noise adds Gaussian noise of standard deviation sigma to three dimensions.

@@ -301,3 +301,65 @@ func graspsSomething(t *testing.T, task *Task, seed uint64) bool {
 	}
 	return ep.State().Grasp.Kind != GraspNone
 }
+
+// TestExpertDeliberateDrop checks ExpertOptions.DropProb on every task:
+// with probability 1, in at least 40 % of the episodes that grasp, the
+// noisy expert opens the gripper on what it holds where the noise-free
+// expert would keep it closed (not all: pick's goal is often met before
+// the let-go is due, and elsewhere it may fall where the expert lets go
+// anyway), and at least 90 % of all episodes still succeed; with
+// probability 0 the episodes are those of an expert without the option.
+func TestExpertDeliberateDrop(t *testing.T) {
+	seeds := uint64(40)
+	if testing.Short() {
+		seeds = 15
+	}
+	for _, task := range Tasks() {
+		t.Run(task.Name, func(t *testing.T) {
+			ok, grasping, dropped := 0, 0, 0
+			for seed := range seeds {
+				if graspsSomething(t, task, seed) {
+					grasping++
+				}
+				ep, err := NewEpisode(task, seed, Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				x := ep.Expert(ExpertOptions{Seed: 3, Noise: 0.1, DropProb: 1})
+				clean := ep.Expert(ExpertOptions{})
+				drop := false
+				for !ep.Done() {
+					s := ep.State()
+					label := clean.Act(s)
+					a := x.Act(s)
+					if s.Grasp.Kind != GraspNone && a[policy.DimGripper] == -1 && label[policy.DimGripper] == 1 {
+						drop = true
+					}
+					if _, err := ep.Step(a); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if drop {
+					dropped++
+				}
+				if ep.Success() {
+					ok++
+				}
+				ep.Close()
+
+				succ, steps := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1})
+				succ0, steps0 := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1, DropProb: 0})
+				if succ != succ0 || steps != steps0 {
+					t.Errorf("seed %d: DropProb 0 took %d steps (success %v), the expert without it %d (%v)", seed, steps0, succ0, steps, succ)
+				}
+			}
+			t.Logf("%d of %d episodes grasp; %d let go early, %d succeeded", grasping, seeds, dropped, ok)
+			if dropped > grasping || dropped*10 < grasping*4 {
+				t.Errorf("%d episodes let go early, want at least 40%% of the %d that grasp", dropped, grasping)
+			}
+			if ok*10 < int(seeds)*9 {
+				t.Errorf("%d of %d episodes succeeded after letting go, want at least 90%%", ok, seeds)
+			}
+		})
+	}
+}

@@ -319,6 +319,8 @@ func TestRecordDAggerUsage(t *testing.T) {
 		{"miss above 1", []string{"record", "--experts", "--miss", "1.5", "--out", dir}, "--miss 1.5"},
 		{"miss NaN", []string{"record", "--experts", "--miss", "NaN", "--out", dir}, "--miss NaN"},
 		{"miss with ros", []string{"record", "--ros", "--miss", "0.3", "--out", "x.bag"}, "--miss does not apply to --ros"},
+		{"drop for a policy", []string{"record", "--policy", "x.safetensors", "--drop", "0.3", "--out", dir}, "are for --experts"},
+		{"negative drop", []string{"record", "--experts", "--drop", "-0.5", "--out", dir}, "--drop -0.5"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, _, stderr := runCmd(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.want) {

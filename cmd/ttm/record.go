@@ -21,7 +21,7 @@ func init() {
 	register(command{name: "record", summary: "record episodes as ROS bags: a dataset from the experts or a policy, or live topics", run: runRecord})
 }
 
-const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P] [--miss P]
+const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P] [--miss P] [--drop P]
        ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]
 
 With --policy --label expert the dataset is for DAgger: the policy acts (at each
@@ -62,6 +62,7 @@ func runRecord(env *environment, args []string) error {
 	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
 	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
 	miss := fl.Float64("miss", 0, "expert: probability that an episode's first grasp misses on purpose (4.5-6.5 cm off its object or handle), then opens and grasps again; with --label expert the learner gets the way out of a missed grasp")
+	drop := fl.Float64("drop", 0, "expert: probability that an episode's first hold lets go at its first, second or third step, then grasps again; with --label expert the learner gets the way back")
 	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
 	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-recall)")
 	if err := parseFlags(fl, ros.Rest, false); err != nil {
@@ -75,7 +76,7 @@ func runRecord(env *environment, args []string) error {
 	defer stop()
 
 	if *live {
-		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "miss", "no-memory", "max-steps", "label", "beta"} {
+		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "miss", "drop", "no-memory", "max-steps", "label", "beta"} {
 			if given[f] {
 				return fmt.Errorf("%w: --%s does not apply to --ros", errUsage, f)
 			}
@@ -114,13 +115,18 @@ func runRecord(env *environment, args []string) error {
 		return fmt.Errorf("%w: --noise and --base-noise must be >= 0 and --pause in [0, 1)", errUsage)
 	case !(*miss >= 0 && *miss <= 1):
 		return fmt.Errorf("%w: --miss %v: want a probability in [0, 1]", errUsage, *miss)
+	case !(*drop >= 0 && *drop <= 1):
+		return fmt.Errorf("%w: --drop %v: want a probability in [0, 1]", errUsage, *drop)
 	}
 	if *experts {
-		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause, MissProb: *miss}
+		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause, MissProb: *miss, DropProb: *drop}
 		cfg.expert = &x
 		cfg.agentName = fmt.Sprintf("expert noise=%g base_noise=%g pause=%g", x.Noise, x.BaseNoise, x.PauseProb)
 		if x.MissProb > 0 {
 			cfg.agentName += fmt.Sprintf(" miss=%g", x.MissProb)
+		}
+		if x.DropProb > 0 {
+			cfg.agentName += fmt.Sprintf(" drop=%g", x.DropProb)
 		}
 		cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) { return sim.ExpertAgent{Expert: ep.Expert(x)}, nil }
 		if *label != "" {
@@ -132,8 +138,8 @@ func runRecord(env *environment, args []string) error {
 			}
 		}
 	} else {
-		if given["noise"] || given["base-noise"] || given["pause"] || given["miss"] {
-			return fmt.Errorf("%w: --noise, --base-noise, --pause and --miss are for --experts", errUsage)
+		if given["noise"] || given["base-noise"] || given["pause"] || given["miss"] || given["drop"] {
+			return fmt.Errorf("%w: --noise, --base-noise, --pause, --miss and --drop are for --experts", errUsage)
 		}
 		p, err := policy.Load(*policyPath, policy.Options{Log: env.log})
 		if err != nil {
