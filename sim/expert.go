@@ -45,6 +45,11 @@ type ExpertOptions struct {
 	// expert labels those steps "keep holding" and what follows the way
 	// back.
 	DropProb float64
+	// SlowSweepProb is the chance that the episode's first knock sweep
+	// moves at the speed the expert keeps among the objects (lowStep),
+	// too slow to knock anything over, so that the expert goes back and
+	// sweeps again. Like MissProb, for DART.
+	SlowSweepProb float64
 }
 
 // The range of a deliberate miss's offset (ExpertOptions.MissProb): beyond
@@ -75,6 +80,9 @@ func NewExpert(opts ExpertOptions) Expert {
 	if opts.DropProb > 0 { // drawn only then, as MissProb's
 		x.dropping = x.rng.Float64() < opts.DropProb
 		x.dropAfter = x.rng.IntN(3)
+	}
+	if opts.SlowSweepProb > 0 {
+		x.slowSweep = x.rng.Float64() < opts.SlowSweepProb
 	}
 	return x
 }
@@ -127,6 +135,9 @@ type scripted struct {
 	// (ExpertOptions.DropProb), after dropAfter steps holding.
 	dropping        bool
 	dropAfter, held int
+	// slowSweep: the first sweep is still to be too slow
+	// (ExpertOptions.SlowSweepProb).
+	slowSweep bool
 }
 
 func (x *scripted) Act(s *State) []float32 {
@@ -538,7 +549,8 @@ func (x *scripted) knock(s *State) {
 	if !onSweep(s, start, end) && !x.reach(s, start, -1) && !x.within(s, start, 0.02, 0.015) {
 		return
 	}
-	if x.moveTo(s, end, -1, true) { // at the end and still standing: again
+	if x.moveTo(s, end, -1, !x.slowSweep) { // at the end and still standing: again
+		x.slowSweep = false
 		x.sweep = Vec3{}
 		x.rise(s, -1)
 	}

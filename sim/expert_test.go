@@ -216,71 +216,6 @@ func TestExpertLabelsFollowTheState(t *testing.T) {
 	}
 }
 
-// TestExpertDeliberateMiss checks ExpertOptions.MissProb on every task:
-// with probability 1, in the episodes whose expert grasps something, the
-// noisy expert's first grasp closes on nothing (the gripper fully closed,
-// no grasp: at least 90 %, since the arm noise while the gripper closes and
-// the reach tolerance can bring the hand back within reach) and it still
-// succeeds, and the noise-free expert labels that state "open"; with
-// probability 0 the episodes are step for step those of an expert without
-// the option.
-func TestExpertDeliberateMiss(t *testing.T) {
-	seeds := uint64(40)
-	if testing.Short() {
-		seeds = 15
-	}
-	for _, task := range Tasks() {
-		t.Run(task.Name, func(t *testing.T) {
-			ok, grasping, missed := 0, 0, 0
-			for seed := range seeds {
-				if graspsSomething(t, task, seed) {
-					grasping++
-				}
-				ep, err := NewEpisode(task, seed, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				x := ep.Expert(ExpertOptions{Seed: 3, Noise: 0.1, MissProb: 1})
-				clean := ep.Expert(ExpertOptions{})
-				miss := false
-				for !ep.Done() {
-					s := ep.State()
-					label := clean.Act(s)
-					if s.Grip > 0.99 && s.Grasp.Kind == GraspNone && !miss {
-						miss = true
-						if label[policy.DimGripper] != -1 {
-							t.Errorf("seed %d step %d: closed on nothing, the noise-free expert labels gripper %v, want -1 (open)", seed, s.Step, label[policy.DimGripper])
-						}
-					}
-					if _, err := ep.Step(x.Act(s)); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if miss {
-					missed++
-				}
-				if ep.Success() {
-					ok++
-				}
-				ep.Close()
-
-				succ, steps := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1})
-				succ0, steps0 := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1, MissProb: 0})
-				if succ != succ0 || steps != steps0 {
-					t.Errorf("seed %d: MissProb 0 took %d steps (success %v), the expert without it %d (%v)", seed, steps0, succ0, steps, succ)
-				}
-			}
-			t.Logf("%d of %d episodes grasp; %d missed a grasp first, %d succeeded", grasping, seeds, missed, ok)
-			if missed > grasping || missed*10 < grasping*9 {
-				t.Errorf("%d episodes missed a grasp, want at least 90%% of the %d that grasp", missed, grasping)
-			}
-			if ok*10 < int(seeds)*9 {
-				t.Errorf("%d of %d episodes succeeded after the miss, want at least 90%%", ok, seeds)
-			}
-		})
-	}
-}
-
 // graspsSomething reports whether the noise-free expert grasps anything in
 // the episode of task and seed.
 func graspsSomething(t *testing.T, task *Task, seed uint64) bool {
@@ -302,64 +237,108 @@ func graspsSomething(t *testing.T, task *Task, seed uint64) bool {
 	return ep.State().Grasp.Kind != GraspNone
 }
 
-// TestExpertDeliberateDrop checks ExpertOptions.DropProb on every task:
-// with probability 1, in at least 40 % of the episodes that grasp, the
-// noisy expert opens the gripper on what it holds where the noise-free
-// expert would keep it closed (not all: pick's goal is often met before
-// the let-go is due, and elsewhere it may fall where the expert lets go
-// anyway), and at least 90 % of all episodes still succeed; with
-// probability 0 the episodes are those of an expert without the option.
-func TestExpertDeliberateDrop(t *testing.T) {
+// TestExpertDeliberateMistakes checks the experts' deliberate mistakes
+// (ExpertOptions.MissProb, DropProb, SlowSweepProb), each at probability 1
+// on every task: among the episodes that can make the mistake (those whose
+// noise-free expert grasps something; knock's for the sweep) at least a
+// share makes it, seen as a state or an action the noise-free expert
+// labels otherwise; at least 90 % of all episodes still succeed; and at
+// probability 0 the episodes are step for step those of an expert without
+// the option. The shares: a miss closes on nothing in at least 90 % (arm
+// noise while the gripper closes, and the reach tolerance, can bring the
+// hand back within reach); a let-go where the expert holds on in at least
+// 40 % (pick's goal is often met before it is due, and elsewhere it may
+// fall where the expert lets go anyway); a sweep too slow to knock in at
+// least 90 %.
+func TestExpertDeliberateMistakes(t *testing.T) {
 	seeds := uint64(40)
 	if testing.Short() {
 		seeds = 15
 	}
-	for _, task := range Tasks() {
-		t.Run(task.Name, func(t *testing.T) {
-			ok, grasping, dropped := 0, 0, 0
-			for seed := range seeds {
-				if graspsSomething(t, task, seed) {
-					grasping++
-				}
-				ep, err := NewEpisode(task, seed, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				x := ep.Expert(ExpertOptions{Seed: 3, Noise: 0.1, DropProb: 1})
-				clean := ep.Expert(ExpertOptions{})
-				drop := false
-				for !ep.Done() {
-					s := ep.State()
-					label := clean.Act(s)
-					a := x.Act(s)
-					if s.Grasp.Kind != GraspNone && a[policy.DimGripper] == -1 && label[policy.DimGripper] == 1 {
-						drop = true
+	speed := func(a []float32) float64 {
+		return math.Hypot(float64(a[policy.DimWorldX]), float64(a[policy.DimWorldY]))
+	}
+	for _, tc := range []struct {
+		name     string
+		on, off  ExpertOptions
+		can      func(t *testing.T, task *Task, seed uint64) bool
+		minShare int // percent
+		// mistake reports whether the step from s with the noisy expert's
+		// action shows the mistake, against the noise-free expert's label.
+		mistake func(t *testing.T, s *State, act, label []float32) bool
+	}{
+		{"miss", ExpertOptions{MissProb: 1}, ExpertOptions{MissProb: 0}, graspsSomething, 90,
+			func(t *testing.T, s *State, act, label []float32) bool {
+				if s.Grip > 0.99 && s.Grasp.Kind == GraspNone {
+					if label[policy.DimGripper] != -1 {
+						t.Errorf("step %d: closed on nothing, the noise-free expert labels gripper %v, want -1 (open)", s.Step, label[policy.DimGripper])
 					}
-					if _, err := ep.Step(a); err != nil {
+					return true
+				}
+				return false
+			}},
+		{"drop", ExpertOptions{DropProb: 1}, ExpertOptions{DropProb: 0}, graspsSomething, 40,
+			func(t *testing.T, s *State, act, label []float32) bool {
+				return s.Grasp.Kind != GraspNone && act[policy.DimGripper] == -1 && label[policy.DimGripper] == 1
+			}},
+		{"slow sweep", ExpertOptions{SlowSweepProb: 1}, ExpertOptions{SlowSweepProb: 0}, func(_ *testing.T, task *Task, _ uint64) bool { return task.Name == "knock" }, 90,
+			func(t *testing.T, s *State, act, label []float32) bool {
+				// The noise-free expert sweeps at full speed (1 unit a
+				// step); the slow one at lowStep, plus the arm noise.
+				return speed(label) > 0.9 && speed(act) < knockMove/ArmScale
+			}},
+	} {
+		for _, task := range Tasks() {
+			t.Run(tc.name+"/"+task.Name, func(t *testing.T) {
+				ok, can, made := 0, 0, 0
+				for seed := range seeds {
+					if tc.can(t, task, seed) {
+						can++
+					}
+					ep, err := NewEpisode(task, seed, Options{})
+					if err != nil {
 						t.Fatal(err)
 					}
-				}
-				if drop {
-					dropped++
-				}
-				if ep.Success() {
-					ok++
-				}
-				ep.Close()
+					on := tc.on
+					on.Seed, on.Noise = 3, 0.1
+					x := ep.Expert(on)
+					clean := ep.Expert(ExpertOptions{})
+					mistake := false
+					for !ep.Done() {
+						s := ep.State()
+						label := slices.Clone(clean.Act(s))
+						act := x.Act(s)
+						if tc.mistake(t, s, act, label) {
+							mistake = true
+						}
+						if _, err := ep.Step(act); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if mistake {
+						made++
+					}
+					if ep.Success() {
+						ok++
+					}
+					ep.Close()
 
-				succ, steps := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1})
-				succ0, steps0 := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1, DropProb: 0})
-				if succ != succ0 || steps != steps0 {
-					t.Errorf("seed %d: DropProb 0 took %d steps (success %v), the expert without it %d (%v)", seed, steps0, succ0, steps, succ)
+					off := tc.off
+					off.Seed, off.Noise = 3, 0.1
+					succ, steps := runExpert(t, task, seed, ExpertOptions{Seed: 3, Noise: 0.1})
+					succ0, steps0 := runExpert(t, task, seed, off)
+					if succ != succ0 || steps != steps0 {
+						t.Errorf("seed %d: at probability 0 %d steps (success %v), without the option %d (%v)", seed, steps0, succ0, steps, succ)
+					}
 				}
-			}
-			t.Logf("%d of %d episodes grasp; %d let go early, %d succeeded", grasping, seeds, dropped, ok)
-			if dropped > grasping || dropped*10 < grasping*4 {
-				t.Errorf("%d episodes let go early, want at least 40%% of the %d that grasp", dropped, grasping)
-			}
-			if ok*10 < int(seeds)*9 {
-				t.Errorf("%d of %d episodes succeeded after letting go, want at least 90%%", ok, seeds)
-			}
-		})
+				t.Logf("%d of %d episodes can make the mistake, %d made it, %d succeeded", can, seeds, made, ok)
+				if made > can || made*100 < can*tc.minShare {
+					t.Errorf("%d episodes made the mistake, want at least %d %% of the %d that can", made, tc.minShare, can)
+				}
+				if ok*10 < int(seeds)*9 {
+					t.Errorf("%d of %d episodes succeeded, want at least 90 %%", ok, seeds)
+				}
+			})
+		}
 	}
 }

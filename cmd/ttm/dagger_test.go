@@ -321,6 +321,8 @@ func TestRecordDAggerUsage(t *testing.T) {
 		{"miss with ros", []string{"record", "--ros", "--miss", "0.3", "--out", "x.bag"}, "--miss does not apply to --ros"},
 		{"drop for a policy", []string{"record", "--policy", "x.safetensors", "--drop", "0.3", "--out", dir}, "are for --experts"},
 		{"negative drop", []string{"record", "--experts", "--drop", "-0.5", "--out", dir}, "--drop -0.5"},
+		{"slow sweep above 1", []string{"record", "--experts", "--slow-sweep", "2", "--out", dir}, "--slow-sweep 2"},
+		{"slow sweep for a policy", []string{"record", "--policy", "x.safetensors", "--slow-sweep", "0.3", "--out", dir}, "are for --experts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, _, stderr := runCmd(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.want) {
