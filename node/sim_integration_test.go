@@ -27,14 +27,7 @@ func TestSimNodeWithROS(t *testing.T) {
 	pick, _ := sim.TaskByName("pick")
 	drawer, _ := sim.TaskByName("drawer")
 	const seed, h, w = 5, 48, 64
-	instruction := func(task *sim.Task) string {
-		ep, err := sim.NewEpisode(task, seed, sim.Options{Height: h, Width: w})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ep.Close()
-		return ep.Instruction()
-	}
+	instruction := func(task *sim.Task) string { return episodeInstruction(t, task, seed) }
 
 	var mu sync.Mutex // mu guards frames
 	var frames []string
@@ -159,6 +152,17 @@ func TestSimNodeWithROS(t *testing.T) {
 	}
 }
 
+// episodeInstruction is the instruction of task's episode of seed.
+func episodeInstruction(t *testing.T, task *sim.Task, seed uint64) string {
+	t.Helper()
+	ep, err := sim.NewEpisode(task, seed, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	return ep.Instruction()
+}
+
 // TestSimResetWaitsForTheInstruction provokes the race between an
 // episode's instruction and the reset_memory call, which travel on separate
 // connections: the second episode's instruction message is held back
@@ -174,12 +178,7 @@ func TestSimResetWaitsForTheInstruction(t *testing.T) {
 	pick, _ := sim.TaskByName("pick")
 	drawer, _ := sim.TaskByName("drawer")
 	const seed, h, w = 3, 64, 80
-	ep, err := sim.NewEpisode(drawer, seed, sim.Options{Height: h, Width: w})
-	if err != nil {
-		t.Fatal(err)
-	}
-	late := ep.Instruction()
-	ep.Close()
+	late := episodeInstruction(t, drawer, seed)
 
 	var mu sync.Mutex // mu guards publishedAt
 	var publishedAt time.Time
