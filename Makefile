@@ -23,7 +23,7 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~26 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
+	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~24 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
@@ -93,8 +93,7 @@ demo: build
 # supervision, geometry labels, censored bounds and word 3-grams, 6500
 # updates of 16 windows of 16 steps in which, over the second half, half
 # the windows read the policy's own keypoints (--geometry-own 0.5).
-# About 26 min on two cores (session 22): 2.5 to encode the frames, the
-# rest to train.
+# 24 min on two cores (session 22): 2 to encode the frames, 22 to train.
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
