@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -97,8 +96,9 @@ func runRecord(env *environment, args []string) error {
 		return fmt.Errorf("%w: --beta is for --policy rollouts (a noisy expert's steps are all its own)", errUsage)
 	case given["beta"] && !given["label"]:
 		return fmt.Errorf("%w: --beta needs --label expert", errUsage)
-	case math.IsNaN(*beta) || *beta < 0 || *beta > 1:
-		return fmt.Errorf("%w: --beta %v: want a probability in [0, 1]", errUsage, *beta)
+	}
+	if err := probabilityFlag("beta", *beta); err != nil {
+		return err
 	}
 	cfg := datasetConfig{dir: *out, episodes: *episodes, seed: *seed, maxSteps: *maxSteps}
 	if cfg.tasks, err = sim.SelectTasks(*tasks); err != nil {
@@ -114,12 +114,14 @@ func runRecord(env *environment, args []string) error {
 		return fmt.Errorf("%w: --max-steps %d is negative", errUsage, cfg.maxSteps)
 	case *noise < 0 || *baseNoise < 0 || *pause < 0 || *pause >= 1:
 		return fmt.Errorf("%w: --noise and --base-noise must be >= 0 and --pause in [0, 1)", errUsage)
-	case !(*miss >= 0 && *miss <= 1):
-		return fmt.Errorf("%w: --miss %v: want a probability in [0, 1]", errUsage, *miss)
-	case !(*drop >= 0 && *drop <= 1):
-		return fmt.Errorf("%w: --drop %v: want a probability in [0, 1]", errUsage, *drop)
-	case !(*slowSweep >= 0 && *slowSweep <= 1):
-		return fmt.Errorf("%w: --slow-sweep %v: want a probability in [0, 1]", errUsage, *slowSweep)
+	}
+	for _, f := range []struct {
+		name string
+		p    float64
+	}{{"miss", *miss}, {"drop", *drop}, {"slow-sweep", *slowSweep}} {
+		if err := probabilityFlag(f.name, f.p); err != nil {
+			return err
+		}
 	}
 	if *experts {
 		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause, MissProb: *miss, DropProb: *drop, SlowSweepProb: *slowSweep}
@@ -177,6 +179,15 @@ func runRecord(env *environment, args []string) error {
 		cfg.agentName += " memory_labels"
 	}
 	return recordDataset(ctx, env, cfg)
+}
+
+// probabilityFlag checks that flag's value p is a probability in [0, 1]
+// (NaN is not).
+func probabilityFlag(flag string, p float64) error {
+	if p >= 0 && p <= 1 {
+		return nil
+	}
+	return fmt.Errorf("%w: --%s %v: want a probability in [0, 1]", errUsage, flag, p)
 }
 
 // datasetConfig is what ttm record --experts/--policy was asked for.
