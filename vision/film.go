@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/internal/nn/cvec"
 )
 
 // FiLMParams generate the feature-wise modulation from an instruction
@@ -41,6 +42,15 @@ func FiLMForward(out, x, gamma, beta []float32, n, d int) {
 	mustHave("FiLMForward x", x, n*d)
 	mustHave("FiLMForward gamma", gamma, d)
 	mustHave("FiLMForward beta", beta, d)
+	if n*d >= vecMin {
+		cvec.FiLMForward(out, x, gamma, beta, n, d)
+		return
+	}
+	filmForwardGo(out, x, gamma, beta, n, d)
+}
+
+// filmForwardGo is FiLMForward's loop in Go, the reference for cvec's.
+func filmForwardGo(out, x, gamma, beta []float32, n, d int) {
 	gamma, beta = gamma[:d], beta[:d]
 	for i := range n {
 		xr, or := x[i*d:i*d+d], out[i*d:i*d+d]
@@ -59,6 +69,18 @@ func FiLMBackward(dX, dGamma, dBeta, dOut, x, gamma []float32, n, d int) {
 	mustHave("FiLMBackward gamma", gamma, d)
 	mustHave("FiLMBackward dGamma", dGamma, d)
 	nn.SumRows(dBeta, dOut, n, d)
+	if dX != nil {
+		mustHave("FiLMBackward dX", dX, n*d)
+	}
+	if n*d >= vecMin {
+		cvec.FiLMBackward(dX, dGamma, dOut, x, gamma, n, d)
+		return
+	}
+	filmBackwardGo(dX, dGamma, dOut, x, gamma, n, d)
+}
+
+// filmBackwardGo is FiLMBackward but for dBeta, in Go (see filmForwardGo).
+func filmBackwardGo(dX, dGamma, dOut, x, gamma []float32, n, d int) {
 	gamma, dGamma = gamma[:d], dGamma[:d]
 	for i := range n {
 		xr, gr := x[i*d:i*d+d], dOut[i*d:i*d+d]
@@ -73,6 +95,11 @@ func FiLMBackward(dX, dGamma, dBeta, dOut, x, gamma []float32, n, d int) {
 		}
 	}
 }
+
+// vecMin is the size below which the Go loops run instead of cvec's: a
+// cgo call costs about as much as a few dozen elements. Results are the
+// same either way.
+const vecMin = 64
 
 // mustHave panics when s is shorter than want: shapes are fixed when a
 // layer is built, so a short slice is a programmer error.

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/internal/nn/cvec"
 )
 
 // ParamSpec names one parameter tensor of the head: its name under
@@ -293,33 +294,10 @@ type HiddenActs struct {
 func Unfold3x3Forward(out, feat []float32, c, n, width int) {
 	mustHave("Unfold3x3Forward feat", feat, c*n)
 	mustHave("Unfold3x3Forward out", out, 9*c*n)
-	rows := n / width
-	for k := range 9 {
-		dy, dx := k/3-1, k%3-1
-		for ch := range c {
-			src := feat[ch*n : (ch+1)*n]
-			dst := out[(k*c+ch)*n : (k*c+ch+1)*n]
-			for y := range rows {
-				row := dst[y*width : (y+1)*width]
-				sy := y + dy
-				if sy < 0 || sy >= rows {
-					clear(row)
-					continue
-				}
-				from := src[sy*width : (sy+1)*width]
-				switch dx { // row[x] = from[x+dx], zero where x+dx leaves the row
-				case -1:
-					row[0] = 0
-					copy(row[1:], from[:width-1])
-				case 0:
-					copy(row, from)
-				case 1:
-					copy(row[:width-1], from[1:])
-					row[width-1] = 0
-				}
-			}
-		}
+	if n%width != 0 {
+		panic(fmt.Sprintf("vision: Unfold3x3Forward: %d positions are not rows of %d", n, width))
 	}
+	cvec.Unfold3x3(out, feat, c, n, width)
 }
 
 // Unfold3x3Backward accumulates the gradient of Unfold3x3Forward into

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/internal/nn/cvec"
 )
 
 // KeypointLogScaleInit starts every channel's softmax at inverse
@@ -48,6 +49,7 @@ type KeypointActs struct {
 	Coords  []float32 // (2d) expected x of every channel, then y
 
 	dCoords, dLogits []float32 // (2d), (d, N)
+	scales           []float32 // (d) exp(LogScale), KeypointsBackward's scratch
 	dSupervised      []float32 // (d, N) SuperviseKeypoints' gradient of the logits
 	supervised       bool      // dSupervised holds this forward pass's gradient
 }
@@ -59,7 +61,8 @@ func NewKeypointActs(n, d, gridWidth, window int) *KeypointActs {
 	a := &KeypointActs{N: n, D: d, GridWidth: gridWidth, Window: window,
 		GX: make([]float32, n), GY: make([]float32, n),
 		Probs: make([]float32, d*n), Coords: make([]float32, 2*d),
-		dCoords: make([]float32, 2*d), dLogits: make([]float32, d*n), dSupervised: make([]float32, d*n)}
+		dCoords: make([]float32, 2*d), dLogits: make([]float32, d*n), dSupervised: make([]float32, d*n),
+		scales: make([]float32, d)}
 	a.Readout = a.Probs
 	if window > 0 {
 		a.Readout = make([]float32, d*n)
@@ -171,28 +174,16 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 	nn.DenseBackward(a.dCoords, g.Kernel, g.Bias, dOut, a.Coords, p.Kernel, 1, 2*d, d)
 	// Coords = Σ q·g with q the softmax of the logits over the readout's
 	// cells, so d(logit i) = q_i·(dCoords·(g_i - Coords)), zero outside.
-	for j := range d {
-		dx, dy := a.dCoords[j], a.dCoords[d+j]
-		cx, cy := a.Coords[j], a.Coords[d+j]
-		q := a.Readout[j*n : (j+1)*n]
-		row := a.dLogits[j*n : (j+1)*n]
-		for i, w := range q {
-			row[i] = w * (dx*(a.GX[i]-cx) + dy*(a.GY[i]-cy))
-		}
-	}
+	cvec.KeypointDLogits(a.dLogits, a.Readout, a.GX, a.GY, a.Coords, a.dCoords, n, d)
 	if a.supervised {
 		nn.Add(a.dLogits, a.dSupervised)
 	}
 	for j := range d {
-		row := a.dLogits[j*n : (j+1)*n]
-		s := float32(math.Exp(float64(p.LogScale[j])))
-		var ds float64
-		for i, v := range row {
-			dX[i*d+j] += s * v
-			ds += float64(v * x[i*d+j])
-		}
-		g.LogScale[j] += float32(ds) * s
+		a.scales[j] = float32(math.Exp(float64(p.LogScale[j])))
 	}
+	mustHave("KeypointsBackward x", x, n*d)
+	mustHave("KeypointsBackward LogScale gradient", g.LogScale, d)
+	cvec.KeypointDX(dX, g.LogScale, a.dLogits, x, a.scales, n, d)
 }
 
 // KeypointLabelLen is the length of one label of SuperviseKeypoints: the

@@ -69,6 +69,21 @@ func sums(x []float32) (s, sq float64) {
 func LayerNormBackward(dIn, dScale, dBias, dOut, in, scale, mean, rstd []float32, n, c int) {
 	checkLen("LayerNormBackward dIn", dIn, n*c)
 	checkLen("LayerNormBackward dOut", dOut, n*c)
+	checkLen("LayerNormBackward in", in, n*c)
+	checkLen("LayerNormBackward scale", scale, c)
+	checkLen("LayerNormBackward mean", mean, n)
+	checkLen("LayerNormBackward rstd", rstd, n)
+	if dScale != nil {
+		checkLen("LayerNormBackward dScale", dScale, c)
+	}
+	if dBias != nil {
+		checkLen("LayerNormBackward dBias", dBias, c)
+	}
+	layerNormBackward(dIn, dScale, dBias, dOut, in, scale, mean, rstd, n, c)
+}
+
+// layerNormBackwardGo is LayerNormBackward's loop in Go (see geluForwardGo).
+func layerNormBackwardGo(dIn, dScale, dBias, dOut, in, scale, mean, rstd []float32, n, c int) {
 	for i := 0; i < n; i++ {
 		x := in[i*c : i*c+c]
 		dy := dOut[i*c : i*c+c]
@@ -106,6 +121,12 @@ const geluScale = 0.7978845608028654 // sqrt(2/pi)
 // out may alias in.
 func GELUForward(out, in []float32) {
 	checkLen("GELUForward out", out, len(in))
+	geluForward(out[:len(in)], in)
+}
+
+// geluForwardGo is GELUForward's loop in Go: the reference for vec.h's, and
+// what runs without cgo or on short slices.
+func geluForwardGo(out, in []float32) {
 	out = out[:len(in)]
 	for i, x := range in {
 		out[i] = gelu(x)
@@ -139,6 +160,11 @@ func GELUBackward(dIn, dOut, in, out []float32) {
 	checkLen("GELUBackward dIn", dIn, len(in))
 	checkLen("GELUBackward dOut", dOut, len(in))
 	checkLen("GELUBackward out", out, len(in))
+	geluBackward(dIn[:len(in)], dOut[:len(in)], in, out[:len(in)])
+}
+
+// geluBackwardGo is GELUBackward's loop in Go (see geluForwardGo).
+func geluBackwardGo(dIn, dOut, in, out []float32) {
 	dIn, dOut, out = dIn[:len(in)], dOut[:len(in)], out[:len(in)]
 	for i, x := range in {
 		s := float32(0.5)
@@ -154,6 +180,13 @@ func GELUBackward(dIn, dOut, in, out []float32) {
 // x (N, K).
 func SoftmaxRowsForward(x []float32, n, k int) {
 	checkLen("SoftmaxRowsForward x", x, n*k)
+	if k > 0 {
+		softmaxRows(x, n, k)
+	}
+}
+
+// softmaxRowsGo is SoftmaxRowsForward's loop in Go (see geluForwardGo).
+func softmaxRowsGo(x []float32, n, k int) {
 	for i := 0; i < n; i++ {
 		softmax(x[i*k : i*k+k])
 	}
@@ -254,6 +287,11 @@ func SetColumns(out, bias []float32, n, c int) {
 func SumRows(out, x []float32, n, c int) {
 	checkLen("SumRows x", x, n*c)
 	checkLen("SumRows out", out, c)
+	sumRows(out[:c], x, n, c)
+}
+
+// sumRowsGo is SumRows' loop in Go (see geluForwardGo).
+func sumRowsGo(out, x []float32, n, c int) {
 	out = out[:c]
 	for i := 0; i < n; i++ {
 		row := x[i*c : i*c+c]
@@ -280,6 +318,11 @@ func SumColumns(out, x []float32, n, c int) {
 // Add accumulates dst += src element-wise.
 func Add(dst, src []float32) {
 	checkLen("Add dst", dst, len(src))
+	add(dst[:len(src)], src)
+}
+
+// addGo is Add's loop in Go (see geluForwardGo).
+func addGo(dst, src []float32) {
 	dst = dst[:len(src)]
 	for i, v := range src {
 		dst[i] += v
