@@ -42,7 +42,7 @@ func FiLMForward(out, x, gamma, beta []float32, n, d int) {
 	mustHave("FiLMForward x", x, n*d)
 	mustHave("FiLMForward gamma", gamma, d)
 	mustHave("FiLMForward beta", beta, d)
-	if n*d >= vecMin {
+	if n*d >= cvec.MinLen {
 		cvec.FiLMForward(out, x, gamma, beta, n, d)
 		return
 	}
@@ -72,7 +72,7 @@ func FiLMBackward(dX, dGamma, dBeta, dOut, x, gamma []float32, n, d int) {
 	if dX != nil {
 		mustHave("FiLMBackward dX", dX, n*d)
 	}
-	if n*d >= vecMin {
+	if n*d >= cvec.MinLen {
 		cvec.FiLMBackward(dX, dGamma, dOut, x, gamma, n, d)
 		return
 	}
@@ -95,11 +95,6 @@ func filmBackwardGo(dX, dGamma, dOut, x, gamma []float32, n, d int) {
 		}
 	}
 }
-
-// vecMin is the size below which the Go loops run instead of cvec's: a
-// cgo call costs about as much as a few dozen elements. Results are the
-// same either way.
-const vecMin = 64
 
 // mustHave panics when s is shorter than want: shapes are fixed when a
 // layer is built, so a short slice is a programmer error.

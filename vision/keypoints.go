@@ -49,7 +49,7 @@ type KeypointActs struct {
 	Coords  []float32 // (2d) expected x of every channel, then y
 
 	dCoords, dLogits []float32 // (2d), (d, N)
-	scales           []float32 // (d) exp(LogScale), KeypointsBackward's scratch
+	scales           []float32 // (d) exp(LogScale) of the forward pass
 	dSupervised      []float32 // (d, N) SuperviseKeypoints' gradient of the logits
 	supervised       bool      // dSupervised holds this forward pass's gradient
 }
@@ -92,6 +92,7 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 	for j := range d {
 		row := a.Probs[j*n : (j+1)*n]
 		s := float32(math.Exp(float64(p.LogScale[j])))
+		a.scales[j] = s
 		for i := range n {
 			row[i] = s * x[i*d+j]
 		}
@@ -177,9 +178,6 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 	cvec.KeypointDLogits(a.dLogits, a.Readout, a.GX, a.GY, a.Coords, a.dCoords, n, d)
 	if a.supervised {
 		nn.Add(a.dLogits, a.dSupervised)
-	}
-	for j := range d {
-		a.scales[j] = float32(math.Exp(float64(p.LogScale[j])))
 	}
 	mustHave("KeypointsBackward x", x, n*d)
 	mustHave("KeypointsBackward LogScale gradient", g.LogScale, d)

@@ -4,10 +4,8 @@ package nn
 
 import "github.com/ttmrobot/ttm/internal/nn/cvec"
 
-// vecMin is the length below which the Go loop runs instead: a cgo call
-// costs about as much as a few dozen elements. Results are the same
-// either way (cvec/vec.h).
-const vecMin = 64
+// vecMin is the length below which the Go loop runs instead (cvec.MinLen).
+const vecMin = cvec.MinLen
 
 const vecKernels = "c"
 
