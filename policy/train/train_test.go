@@ -140,6 +140,7 @@ func TestTrainingIsDeterministic(t *testing.T) {
 // uninterrupted updates, bit for bit.
 func TestResumeContinuesExactly(t *testing.T) {
 	cfg := smallConfig()
+	cfg.EMA = 0.9 // the moving average is resumed too
 	p := testPolicy(t)
 	eps := syntheticEpisodes(p, 3, 7, 2)
 	tr, err := New(cfg, p, eps, nil)
@@ -151,7 +152,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := flatParams(p)
+	want, wantAverage := flatParams(p), averageParams(t, tr)
 
 	dir := t.TempDir()
 	ckpt, state := filepath.Join(dir, "p.safetensors"), filepath.Join(dir, "p.state")
@@ -194,13 +195,22 @@ func TestResumeContinuesExactly(t *testing.T) {
 	if got := flatParams(p2); !slices.Equal(got, want) {
 		t.Error("resumed run's weights differ from the uninterrupted run's")
 	}
+	if got := averageParams(t, tr2); !slices.Equal(got, wantAverage) {
+		t.Error("resumed run's moving average differs from the uninterrupted run's")
+	}
 
 	// A state for other episodes or settings is refused.
-	other := cfg
-	other.Batch = 5
-	tr3, _ := New(other, p2, eps, nil)
-	if err := tr3.LoadState(state); err == nil {
-		t.Error("state of another batch size accepted")
+	for _, edit := range []func(*Config){
+		func(c *Config) { c.Batch = 5 },
+		func(c *Config) { c.EMA = 0 },
+		func(c *Config) { c.EMA = 0.99 },
+	} {
+		other := cfg
+		edit(&other)
+		tr3, _ := New(other, p2, eps, nil)
+		if err := tr3.LoadState(state); err == nil {
+			t.Errorf("state of %+v accepted for %+v", cfg, other)
+		}
 	}
 	tr4, _ := New(cfg, p2, eps[:2], nil)
 	if err := tr4.LoadState(state); err == nil {
@@ -277,6 +287,93 @@ func TestAdamWHandComputed(t *testing.T) {
 		if math.Abs(float64(params[0].Params[i])-w) > 1e-6 {
 			t.Errorf("param %d = %v, want %v", i, params[0].Params[i], w)
 		}
+	}
+}
+
+func TestEMAHandComputed(t *testing.T) {
+	params := []policy.Group{{Name: "w", Params: []float32{1, -2}}}
+	e := NewEMA(params, 0.75)
+	params[0].Params[0], params[0].Params[1] = 3, 2
+	e.Update(params) // a += 0.25·(θ - a)
+	if got := e.Params[0].Params; !slices.Equal(got, []float32{1.5, -1}) {
+		t.Errorf("after one update %v, want [1.5 -1]", got)
+	}
+	e.Update(params)
+	if got := e.Params[0].Params; !slices.Equal(got, []float32{1.875, -0.25}) {
+		t.Errorf("after two updates %v, want [1.875 -0.25]", got)
+	}
+}
+
+// averageParams is the trainer's moving average of the weights, read
+// through WithAverage.
+func averageParams(t *testing.T, tr *Trainer) []float32 {
+	t.Helper()
+	var out []float32
+	if err := tr.WithAverage(func() error { out = flatParams(tr.p); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestMovingAverage: the average leaves training's weights alone, follows
+// the recurrence over the weights after each update (computed here in
+// float64), and WithAverage puts the trained weights back.
+func TestMovingAverage(t *testing.T) {
+	cfg := smallConfig()
+	var plain []float32
+	{
+		p := testPolicy(t)
+		tr, err := New(cfg, p, syntheticEpisodes(p, 3, 7, 4), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tr.WithAverage(func() error { return nil }); err == nil {
+			t.Error("WithAverage without an average: no error")
+		}
+		for range 6 {
+			if _, _, _, err := tr.Step(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		plain = flatParams(p)
+	}
+
+	cfg.EMA = 0.6
+	p := testPolicy(t)
+	tr, err := New(cfg, p, syntheticEpisodes(p, 3, 7, 4), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := make([]float64, 0, len(plain))
+	for _, v := range flatParams(p) {
+		want = append(want, float64(v))
+	}
+	for range 6 {
+		if _, _, _, err := tr.Step(); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range flatParams(p) {
+			want[i] = 0.6*want[i] + 0.4*float64(v)
+		}
+	}
+	if !slices.Equal(flatParams(p), plain) {
+		t.Error("keeping a moving average changed the trained weights")
+	}
+	got := averageParams(t, tr)
+	moved := 0
+	for i, w := range want {
+		if math.Abs(float64(got[i])-w) > 1e-6*(1+math.Abs(w)) {
+			t.Fatalf("average[%d] = %v, want %v", i, got[i], w)
+		}
+		if got[i] != plain[i] {
+			moved++
+		}
+	}
+	if moved < len(plain)/2 {
+		t.Errorf("the average equals the trained weights in %d of %d values", len(plain)-moved, len(plain))
+	}
+	if !slices.Equal(flatParams(p), plain) {
+		t.Error("WithAverage did not put the trained weights back")
 	}
 }
 

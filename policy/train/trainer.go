@@ -73,6 +73,10 @@ type Config struct {
 	// episodes' start goals (Episode.Goal) as an auxiliary loss of this
 	// weight (policy.Learner.GoalWeight).
 	GoalWeight float64 `json:"goal_weight,omitempty"`
+	// EMA, when positive, keeps an exponential moving average of the
+	// weights with this decay per update (see EMA), saved as a checkpoint
+	// of its own.
+	EMA float64 `json:"ema,omitempty"`
 }
 
 // DefaultConfig is the small preset's recipe.
@@ -105,6 +109,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
 	case !(c.GeometryOwn >= 0 && c.GeometryOwn <= 1) || c.GeometryOwn > 0 && !c.GeometryLabels:
 		return fmt.Errorf("train: geometry_own %v: want a probability in [0, 1], and geometry labels to mix with", c.GeometryOwn)
+	case !(c.EMA >= 0 && c.EMA < 1):
+		return fmt.Errorf("train: ema %v: want a decay in [0, 1)", c.EMA)
 	case !(c.GeometryOwnFrom >= 0 && c.GeometryOwnFrom < 1):
 		return fmt.Errorf("train: geometry_own_from %v: want a share of the updates in [0, 1)", c.GeometryOwnFrom)
 	}
@@ -145,6 +151,7 @@ type Trainer struct {
 	toks     []language.Tokens
 	learners []*policy.Learner
 	opt      *AdamW
+	ema      *EMA // nil without Config.EMA
 	sched    Schedule
 	streams  []*stream
 	data     [][]policy.StepData // per stream, the window's steps
@@ -239,6 +246,9 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	}
 	groups := p.Groups()
 	tr.opt = NewAdamW(groups, decayMasks(p), cfg.WeightDecay)
+	if cfg.EMA > 0 {
+		tr.ema = NewEMA(groups, cfg.EMA)
+	}
 	for i := range cfg.Batch {
 		s := &stream{st: p.NewState()}
 		tr.streams = append(tr.streams, s)
@@ -366,6 +376,9 @@ func (tr *Trainer) step() (update, error) {
 	}
 	tr.opt.Update(tr.p.Groups(), grads, tr.sched.At(tr.opt.Step))
 	tr.p.ParamsChanged()
+	if tr.ema != nil {
+		tr.ema.Update(tr.p.Groups())
+	}
 
 	var sumLoss, sumKeypoint, sumGoal float64
 	correct, labels := 0, 0
