@@ -23,7 +23,7 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, ~28 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
+	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, 28-29 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
@@ -95,7 +95,8 @@ demo: build
 # which, over the second half, half the windows read the policy's own
 # keypoints (--geometry-own 0.5); training seed 3 (the seed also draws the
 # random backbone), the best of the four seeds of this recipe (sessions 23-24).
-# 28 min on two cores (session 23): 2 to encode the frames, 25 to train.
+# 28-29 min on two cores (27:36 in session 23, 29:03 in session 24): 2-3 to
+# encode the frames, 25-27 to train.
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
