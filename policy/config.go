@@ -92,6 +92,18 @@ type Config struct {
 	// would have been: the keypoint token finds the cued target in frames
 	// that no longer show the cue. TTM policies only.
 	MemoryFiLM bool `json:"memory_film,omitempty"`
+	// MemoryPrior lets the memory say where to look: a Dense layer (d to
+	// GeometryPoints x Positions, no bias, zeros when created) of the
+	// previous step's pooled TTM output, the output MemoryFiLM feeds back,
+	// is added to the logits of the target's and the destination's
+	// keypoint channels (1 to GeometryPoints) over the map's cells. FiLM
+	// scales a channel's map as a whole and cannot prefer one place to
+	// another: once a cue is gone, it can tell the cued object only by its
+	// look, not by where it stood. With the prior the memory says where
+	// the object stood, the frame says exactly where it is. Cut, like
+	// MemoryFiLM's path, under the no-memory ablation. Needs MemoryFiLM,
+	// TargetGeometry and a vision head with Positions.
+	MemoryPrior bool `json:"memory_prior,omitempty"`
 	// GoalProbe adds a probe on the pooled output: a Dense layer (d to
 	// GoalLen) that regresses, at every step, where the goal stood at the
 	// episode's start in the starting base frame (StepData.Goal), as an
@@ -253,6 +265,9 @@ func (s Spec) Validate() error {
 	if s.Policy.MemoryFiLM && s.Policy.usesSeq() {
 		return fmt.Errorf("policy: memory_film feeds the TTM's output back into FiLM; sequence model %q is not the TTM", s.Policy.Model)
 	}
+	if s.Policy.MemoryPrior && (!s.Policy.MemoryFiLM || s.Policy.geometryPoints() == 0 || s.Vision.Head.Positions <= 0) {
+		return errors.New("policy: memory_prior needs memory_film, target geometry and a vision head with positions")
+	}
 	if err := s.TTM.Validate(); err != nil {
 		return err
 	}
@@ -352,6 +367,8 @@ func Presets() map[string]Spec {
 	// small-recall: small-target whose FiLM also reads the previous
 	// step's TTM output (MemoryFiLM).
 	// small-probe: small-recall with a goal probe (GoalProbe).
+	// small-prior: small-probe whose target and destination keypoints
+	// also read where the memory puts them (MemoryPrior).
 	// small-mixture: small-target whose arm displacement is a mixture of
 	// 4 components of sd 0.25 action units (1.25 cm), see ArmMixture.
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
@@ -398,6 +415,12 @@ func Presets() map[string]Spec {
 		"small-probe": {
 			Policy: Config{Preset: "small-probe", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true},
+			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		"small-prior": {
+			Policy: Config{Preset: "small-prior", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},

@@ -61,6 +61,9 @@ type actionHead struct {
 	// nFeedback is the language width E with Config.MemoryFiLM, else 0.
 	nFeedback int
 	feedbackW []float32 // (d, E): the previous step's pooled output into FiLM's embedding
+	// nPrior is GeometryPoints·Positions with Config.MemoryPrior, else 0.
+	nPrior int
+	priorW []float32 // (d, GeometryPoints·Positions): the previous step's pooled output into the keypoint logits
 	// nGoal is GoalLen with Config.GoalProbe, else 0.
 	nGoal int
 	goalW []float32 // (d, GoalLen)
@@ -95,6 +98,25 @@ func (h *actionHead) filmEmbedding(dst, emb, fb []float32) {
 // pass read.
 func (h *actionHead) filmEmbeddingBackward(g *actionHead, dFb, dEmb, fb []float32) {
 	nn.MatMulBackward(dFb, g.feedbackW, dEmb, fb, h.feedbackW, 1, h.dim, h.nFeedback)
+}
+
+// keypointPrior writes the memory's prior over the keypoint map into prior
+// (GeometryPoints, Positions), the target's and destination's channels:
+// the prior layer of the previous step's pooled output fb (d), or zeros
+// for fb nil.
+func (h *actionHead) keypointPrior(prior, fb []float32) {
+	if fb == nil {
+		clear(prior)
+		return
+	}
+	nn.MatMul(prior, fb, h.priorW, 1, h.dim, h.nPrior, false)
+}
+
+// keypointPriorBackward accumulates the prior layer's gradient into
+// g.priorW and, with dFb not nil, ∂loss/∂fb into dFb (d), from dPrior
+// (GeometryPoints, Positions); fb is what the forward pass read.
+func (h *actionHead) keypointPriorBackward(g *actionHead, dFb, dPrior, fb []float32) {
+	nn.MatMulBackward(dFb, g.priorW, dPrior, fb, h.priorW, 1, h.dim, h.nPrior)
 }
 
 // armMixture predicts the arm's displacement jointly, as a mixture of k
@@ -201,11 +223,14 @@ type paramSpec struct {
 	dst   *[]float32
 }
 
-func newActionHead(c Config, d, langWidth int) *actionHead {
+func newActionHead(c Config, d, langWidth, positions int) *actionHead {
 	space := c.ActionSpace
 	h := &actionHead{space: space, dim: d, embed: make([][]float32, space.Len()), nProp: c.proprioInputs()}
 	if c.MemoryFiLM {
 		h.nFeedback = langWidth
+	}
+	if c.MemoryPrior {
+		h.nPrior = c.geometryPoints() * positions
 	}
 	if c.GoalProbe {
 		h.nGoal = GoalLen
@@ -238,6 +263,9 @@ func (h *actionHead) specs(prefix string) []paramSpec {
 	}
 	if h.nFeedback > 0 {
 		s = append(s, paramSpec{prefix + "memory_film/kernel", []int{h.dim, h.nFeedback}, &h.feedbackW})
+	}
+	if h.nPrior > 0 {
+		s = append(s, paramSpec{prefix + "memory_prior/kernel", []int{h.dim, h.nPrior}, &h.priorW})
 	}
 	if h.nGoal > 0 {
 		s = append(s, paramSpec{prefix + "goal_probe/kernel", []int{h.dim, h.nGoal}, &h.goalW})

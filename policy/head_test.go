@@ -109,7 +109,7 @@ func TestArmMixtureGradients(t *testing.T) {
 // component, and the other dimensions decode as before.
 func TestArmMixtureDecode(t *testing.T) {
 	c := Config{ActionSpace: RT1ContinuousArm(), ArmMixture: 3, ArmMixtureSigma: 0.25}
-	h := newActionHead(c, 2, 0)
+	h := newActionHead(c, 2, 0, 0)
 	if want := 3 + 256*3 + 256 + 3*256 + 3*4; h.width != want { // mode, rotations, gripper, base, mixture
 		t.Fatalf("head width %d, want %d", h.width, want)
 	}

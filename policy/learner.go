@@ -281,7 +281,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 	}
 	l.gHead = p.visionHd.View(l.Grads[1].Params)
 	l.gLang = p.lang.View(l.Grads[2].Params)
-	l.gOwn = newActionHead(p.spec.Policy, d, p.spec.Language.Width)
+	l.gOwn = newActionHead(p.spec.Policy, d, p.spec.Language.Width, v.Head.Positions)
 	off := 0
 	for _, s := range l.gOwn.specs("") {
 		n := numElements(s.shape)
@@ -381,7 +381,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 	win := h * k * d
 	for t, s := range steps {
 		l.feats[t], l.prevs[t] = s.Features, s.Prev
-		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, l.filmEmbedding(t, st))
+		film := l.filmEmbedding(t, st)
+		if p.head.nPrior > 0 {
+			p.head.keypointPrior(priorRows(l.acts[t].KP, p.spec.Policy.geometryPoints()), l.feedback[t])
+		}
+		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, film)
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
 			kl := vision.SuperviseKeypoints(l.acts[t].KP, s.Keypoints, l.KeypointSigma, scale*l.KeypointWeight)
 			stats.KeypointLoss += float64(l.KeypointWeight) * kl
@@ -479,6 +483,11 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 				clear(dFb)
 			}
 			p.head.filmEmbeddingBackward(l.gOwn, dFb, l.dFilm, fb)
+			if p.head.nPrior > 0 {
+				kp := l.acts[t].KP
+				n := p.spec.Policy.geometryPoints() * kp.N
+				p.head.keypointPriorBackward(l.gOwn, dFb, kp.LogitGrad()[kp.N:kp.N+n], fb)
+			}
 			if dFb != nil {
 				addMeanBackward(l.dOutputs[t-1], dFb, p.spec.TTM.ProcessSize)
 			}

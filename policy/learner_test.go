@@ -135,7 +135,13 @@ func TestLearnerGradients(t *testing.T) {
 		mixture    int  // the arm mixture's components (with proprio)
 		memoryFiLM bool // FiLM reads the previous step's output (with proprio)
 		goalProbe  bool // the goal probe's loss too (with proprio)
+		// prior: the memory's keypoint prior (with proprio, memoryFiLM,
+		// supervised, and target geometry read from the labels: the
+		// learner does not differentiate the geometry's back-projection).
+		prior bool
 	}{{name: "proprio-continuous-arm", history: 2, blind: true, proprio: true},
+		{name: "memory-prior", history: 1, blind: true, proprio: true, memoryFiLM: true, supervised: true, prior: true},
+		{name: "memory-prior-no-memory", history: 2, blind: true, proprio: true, memoryFiLM: true, supervised: true, prior: true, noMemory: true},
 		{name: "goal-probe", history: 1, blind: true, proprio: true, memoryFiLM: true, goalProbe: true},
 		{name: "goal-probe-no-memory", history: 2, blind: true, proprio: true, goalProbe: true, noMemory: true},
 		{name: "memory-film", history: 1, blind: true, proprio: true, memoryFiLM: true},
@@ -164,6 +170,13 @@ func TestLearnerGradients(t *testing.T) {
 						s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = tc.mixture, 0.3
 					}
 					s.Policy.MemoryFiLM, s.Policy.GoalProbe = tc.memoryFiLM, tc.goalProbe
+					if tc.supervised {
+						h := &s.Vision.Head
+						h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
+						s.Policy.Padding = 0
+						s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = &testGeometry, 2, 0.05
+						s.Policy.MemoryPrior = tc.prior
+					}
 				}
 			}
 			p := learnerPolicyWith(t, tc.model, tc.history, tc.blind, edit)
@@ -177,6 +190,11 @@ func TestLearnerGradients(t *testing.T) {
 			if tc.supervised { // the hand and a target, one out of view at step 1
 				for i := range steps {
 					steps[i].Keypoints = []float32{0.1 + 0.2*float32(i), 0.5, 1, 0.7, 0.5, float32(i % 2)}
+				}
+			}
+			if tc.supervised && tc.proprio { // every point in view: the geometry comes from the labels
+				for i := range steps {
+					steps[i].Keypoints = []float32{0.1 + 0.2*float32(i), 0.5, 1, 0.7, 0.5, 1, 0.3, 0.5, 1}
 				}
 			}
 			tok, err := p.Tokenize("pick up the red can")
@@ -216,6 +234,9 @@ func TestLearnerGradients(t *testing.T) {
 					start.Feedback[i] = float32(r.NormFloat64())
 				}
 			}
+			for i := range p.head.priorW { // created as zeros too
+				p.head.priorW[i] = float32(r.NormFloat64() * 0.1)
+			}
 
 			l := NewLearner(p, T, n)
 			if err := l.SetNoMemory(tc.noMemory); err != nil {
@@ -227,6 +248,7 @@ func TestLearnerGradients(t *testing.T) {
 			if tc.supervised {
 				l.KeypointWeight, l.KeypointSigma = 0.7, 1
 			}
+			l.GeometryFromLabels = tc.supervised && tc.proprio
 			if tc.goalProbe {
 				l.GoalWeight = 2
 			}
@@ -316,16 +338,16 @@ func checkFDStep(t *testing.T, name string, params []float32, j int, analytic fl
 // inference: the same memory after the window, and zero loss gradient
 // bookkeeping aside, the argmax actions score as the policy acts.
 func TestLearnerMatchesStepTokens(t *testing.T) {
-	for _, tc := range []struct{ blind, proprio, geometry, memoryFiLM bool }{{false, false, false, false}, {true, false, false, false},
-		{true, true, false, false}, {true, true, true, false}, {true, true, true, true}} {
-		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio, tc.geometry, tc.memoryFiLM)
+	for _, tc := range []struct{ blind, proprio, geometry, memoryFiLM, prior bool }{{false, false, false, false, false}, {true, false, false, false, false},
+		{true, true, false, false, false}, {true, true, true, false, false}, {true, true, true, true, false}, {true, true, true, true, true}} {
+		testLearnerMatchesStepTokens(t, tc.blind, tc.proprio, tc.geometry, tc.memoryFiLM, tc.prior)
 	}
 }
 
 // testGeometry is a camera over the tests' 1x5 feature map.
 var testGeometry = vision.CameraGeometry{Mount: [3]float64{0, 0, 1.4}, Pitch: 0.7, VFOV: 1, Height: 128, Width: 160, SurfaceZ: 0.85}
 
-func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memoryFiLM bool) {
+func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memoryFiLM, prior bool) {
 	var edit func(*Spec)
 	if proprio {
 		edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
@@ -338,12 +360,16 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 			s.Policy.Padding = 0
 			s.Policy.MemoryFiLM = memoryFiLM
 			s.Policy.GoalProbe = memoryFiLM // and with it the goal probe's loss
+			s.Policy.MemoryPrior = prior
 		}
 	}
 	p := learnerPolicyWith(t, "", 2, blind, edit)
 	r := rand.New(rand.NewPCG(4, 4))
 	for i := range p.head.feedbackW {
 		p.head.feedbackW[i] = float32(r.NormFloat64() * 0.3)
+	}
+	for i := range p.head.priorW {
+		p.head.priorW[i] = float32(r.NormFloat64() * 0.3)
 	}
 	const T, n = 4, 5
 	steps := learnerSteps(p, T, n, 11)
@@ -372,7 +398,7 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 	action := make([]float32, p.ActionSpace().Len())
 	for _, s := range steps {
 		copy(ref.Prev, s.Prev)
-		p.visionHd.Forward(frame, acts, s.Features, p.filmEmbedding(emb, ref))
+		p.visionHd.Forward(frame, acts, s.Features, p.steerFrontEnd(acts.KP, emb, ref))
 		var q []float32
 		if proprio {
 			q = p.proprioInput(s.Proprio, acts.KP)
@@ -397,6 +423,9 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 	}
 	if memoryFiLM && !slices.ContainsFunc(st.Feedback, func(v float32) bool { return v != 0 }) {
 		t.Fatal("no output fed back")
+	}
+	if prior && !slices.ContainsFunc(acts.KP.Prior, func(v float32) bool { return v != 0 }) {
+		t.Fatal("the memory set no keypoint prior")
 	}
 	if st.Steps != T || st.Window.Len() != 2 {
 		t.Errorf("state after the window: %d steps, %d frames; want %d, 2", st.Steps, st.Window.Len(), T)

@@ -157,7 +157,7 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 	p := &Policy{
 		spec: spec, model: model, front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
-		head:  newActionHead(spec.Policy, c.Dim, spec.Language.Width),
+		head:  newActionHead(spec.Policy, c.Dim, spec.Language.Width, spec.Vision.Head.Positions),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
 		input: make([]float32, c.InputTokens*c.Dim), output: make([]float32, c.ProcessSize*c.Dim),
 		pooled: make([]float32, c.Dim),
@@ -324,7 +324,7 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if err != nil {
 		return err
 	}
-	if err := p.front.EncodeInto(p.frame, obs.Frame, p.filmEmbedding(emb, st)); err != nil {
+	if err := p.front.EncodeInto(p.frame, obs.Frame, p.steerFrontEnd(p.front.Keypoints(), emb, st)); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
@@ -345,10 +345,30 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if err != nil {
 		return err
 	}
-	if err := p.front.EncodeFromFeatures(p.frame, features, p.filmEmbedding(emb, st)); err != nil {
+	if err := p.front.EncodeFromFeatures(p.frame, features, p.steerFrontEnd(p.front.Keypoints(), emb, st)); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+}
+
+// steerFrontEnd returns what conditions FiLM at this step (filmEmbedding)
+// and, with MemoryPrior, writes the memory's prior into kp, the keypoint
+// activations the front end's next pass uses.
+func (p *Policy) steerFrontEnd(kp *vision.KeypointActs, emb []float32, st *State) []float32 {
+	if p.head.nPrior > 0 {
+		p.head.keypointPrior(priorRows(kp, p.spec.Policy.geometryPoints()), p.feedbackOf(st, p.machine.NoMemory))
+	}
+	return p.filmEmbedding(emb, st)
+}
+
+// priorRows returns the rows of kp's Prior that MemoryPrior writes, the
+// channels of the geometry's points (1 to points), giving kp a Prior of
+// zeros on first use.
+func priorRows(kp *vision.KeypointActs, points int) []float32 {
+	if kp.Prior == nil {
+		kp.Prior = make([]float32, kp.D*kp.N)
+	}
+	return kp.Prior[kp.N : (1+points)*kp.N]
 }
 
 // filmEmbedding is what conditions FiLM at this step: the instruction

@@ -327,6 +327,44 @@ func TestLocalKeypointByHand(t *testing.T) {
 	}
 }
 
+// TestKeypointPriorByHand: the map of TestLocalKeypointByHand (peak at
+// cell 0) with a prior of ln 4 on cell 3: probabilities 8, 2, 1, 24 over
+// 35, so the window of 1 moves to cells 2 and 3, renormalised to 1/25 and
+// 24/25, and reads 1/75 + 24/25 = 73/75. LogitGrad is the point's
+// gradient of each prior value, checked by central differences.
+func TestKeypointPriorByHand(t *testing.T) {
+	const n, d = 4, 1
+	x := []float32{float32(math.Log(8)), float32(math.Log(2)), 0, float32(math.Log(6))}
+	p := &KeypointParams{LogScale: []float32{0}, Kernel: []float32{1, 0}, Bias: []float32{0}} // token = x
+	a := NewKeypointActs(n, d, 4, 1)
+	a.Prior = []float32{0, 0, 0, float32(math.Log(4))}
+	out := make([]float32, d)
+	KeypointsForward(out, a, x, p)
+	if want := 73.0 / 75; math.Abs(float64(out[0])-want) > 1e-6 {
+		t.Fatalf("point %v with the prior, want %v", out[0], want)
+	}
+	KeypointsBackward(make([]float32, n), &KeypointParams{LogScale: make([]float32, 1), Kernel: make([]float32, 2), Bias: make([]float32, 1)},
+		[]float32{1}, a, x, p)
+	grad := slices.Clone(a.LogitGrad())
+	const eps = 1e-3
+	for i := range a.Prior {
+		old := a.Prior[i]
+		a.Prior[i] = old + eps
+		KeypointsForward(out, a, x, p)
+		up := float64(out[0])
+		a.Prior[i] = old - eps
+		KeypointsForward(out, a, x, p)
+		down := float64(out[0])
+		a.Prior[i] = old
+		if numeric := (up - down) / (2 * eps); math.Abs(numeric-float64(grad[i])) > 1e-3 {
+			t.Errorf("prior[%d]: LogitGrad %v, numeric %v", i, grad[i], numeric)
+		}
+	}
+	if grad[0] != 0 || grad[1] != 0 {
+		t.Errorf("LogitGrad %v: the cells outside the window get none", grad)
+	}
+}
+
 func TestHeadSpecsAndInit(t *testing.T) {
 	h, err := NewHead(HeadConfig{FeatureChannels: 1536})
 	if err != nil {

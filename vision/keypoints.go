@@ -47,6 +47,11 @@ type KeypointActs struct {
 	// and renormalised (zero outside).
 	Readout []float32
 	Coords  []float32 // (2d) expected x of every channel, then y
+	// Prior (d, N), when not nil, is added to each channel's scaled
+	// logits before the softmax: a preference over the map's cells that
+	// comes from elsewhere (the policy's memory, see policy.Config's
+	// MemoryPrior). Its gradient is LogitGrad's.
+	Prior []float32
 
 	dCoords, dLogits []float32 // (2d), (d, N)
 	scales           []float32 // (d) exp(LogScale) of the forward pass
@@ -96,6 +101,10 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 		for i := range n {
 			row[i] = s * x[i*d+j]
 		}
+	}
+	if a.Prior != nil {
+		mustHave("KeypointsForward prior", a.Prior, n*d)
+		nn.Add(a.Probs, a.Prior)
 	}
 	nn.SoftmaxRowsForward(a.Probs, d, n)
 	a.supervised = false
@@ -183,6 +192,11 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 	mustHave("KeypointsBackward LogScale gradient", g.LogScale, d)
 	cvec.KeypointDX(dX, g.LogScale, a.dLogits, x, a.scales, n, d)
 }
+
+// LogitGrad is the loss's gradient (d, N) of the logits, the scaled
+// features plus the Prior, from the last KeypointsBackward: the Prior's
+// gradient. A view that the next KeypointsBackward overwrites.
+func (a *KeypointActs) LogitGrad() []float32 { return a.dLogits }
 
 // KeypointLabelLen is the length of one label of SuperviseKeypoints: the
 // point's image coordinates as fractions of the width and the height
