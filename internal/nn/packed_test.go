@@ -11,7 +11,7 @@ func TestMatMulPackedMatchesNaive(t *testing.T) {
 	for _, par := range []int{1, 2} {
 		SetParallelism(par)
 		for _, tc := range []struct{ rows, k, n int }{
-			{1, 1, 16}, {5, 7, 32}, {16, 64, 48}, {17, 33, 16}, {40, 512, 512}, {16, 512, 1536},
+			{1, 1, 16}, {5, 7, 32}, {16, 64, 48}, {17, 33, 16}, {40, 512, 512}, {16, 512, 1536}, {16, 64, 13 * PanelWidth},
 		} {
 			const guard = 12345
 			in := randSlice(r, tc.rows*tc.k, 1)
@@ -36,6 +36,14 @@ func TestMatMulPackedMatchesNaive(t *testing.T) {
 			GELUForward(wantGELU, want)
 			if d := maxRelDiff(out, wantGELU); d > float64(tc.k)*1.2e-7+1e-6 {
 				t.Errorf("parallelism %d, %+v: GELU: max relative difference %.3g", par, tc, d)
+			}
+			// GELU of the product, applied a few panels at a time, is
+			// GELUForward of the whole product, bit for bit.
+			product := make([]float32, len(out))
+			MatMulPacked(product, in, Pack(w, tc.k, tc.n), tc.rows, make([]float32, PackScratchSize(tc.k)))
+			GELUForward(product, product)
+			if i := sameBits(out, product); i >= 0 {
+				t.Errorf("parallelism %d, %+v: MatMulPackedGELU[%d] = %g, GELU of MatMulPacked %g", par, tc, i, out[i], product[i])
 			}
 			for i := 0; i < tc.n; i++ {
 				if buf[i] != guard || buf[len(buf)-1-i] != guard {
