@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/vision"
 )
 
 // Previous-action tokens, the proprioception token and the action head:
@@ -100,11 +101,16 @@ func (h *actionHead) filmEmbeddingBackward(g *actionHead, dFb, dEmb, fb []float3
 	nn.MatMulBackward(dFb, g.feedbackW, dEmb, fb, h.feedbackW, 1, h.dim, h.nFeedback)
 }
 
-// keypointPrior writes the memory's prior over the keypoint map into prior
-// (GeometryPoints, Positions), the target's and destination's channels:
-// the prior layer of the previous step's pooled output fb (d), or zeros
-// for fb nil.
-func (h *actionHead) keypointPrior(prior, fb []float32) {
+// keypointPrior writes the memory's prior over the keypoint map into kp's
+// Prior, in the rows of the geometry's points (channels 1 to
+// GeometryPoints: the target's and the destination's): the prior layer of
+// the previous step's pooled output fb (d), or zeros for fb nil. kp gets a
+// Prior of zeros on first use.
+func (h *actionHead) keypointPrior(kp *vision.KeypointActs, fb []float32) {
+	if kp.Prior == nil {
+		kp.Prior = make([]float32, kp.D*kp.N)
+	}
+	prior := h.priorRows(kp.Prior, kp.N)
 	if fb == nil {
 		clear(prior)
 		return
@@ -113,11 +119,16 @@ func (h *actionHead) keypointPrior(prior, fb []float32) {
 }
 
 // keypointPriorBackward accumulates the prior layer's gradient into
-// g.priorW and, with dFb not nil, ∂loss/∂fb into dFb (d), from dPrior
-// (GeometryPoints, Positions); fb is what the forward pass read.
-func (h *actionHead) keypointPriorBackward(g *actionHead, dFb, dPrior, fb []float32) {
-	nn.MatMulBackward(dFb, g.priorW, dPrior, fb, h.priorW, 1, h.dim, h.nPrior)
+// g.priorW and, with dFb not nil, ∂loss/∂fb into dFb (d), from kp's
+// LogitGrad after the step's backward pass; fb is what the forward pass
+// read.
+func (h *actionHead) keypointPriorBackward(g *actionHead, dFb []float32, kp *vision.KeypointActs, fb []float32) {
+	nn.MatMulBackward(dFb, g.priorW, h.priorRows(kp.LogitGrad(), kp.N), fb, h.priorW, 1, h.dim, h.nPrior)
 }
+
+// priorRows is the part of a (channels, n) keypoint map x that the prior
+// layer writes: the rows after the hand's, one per geometry point.
+func (h *actionHead) priorRows(x []float32, n int) []float32 { return x[n : n+h.nPrior] }
 
 // armMixture predicts the arm's displacement jointly, as a mixture of k
 // Gaussians of standard deviation sigma (action units) around k means.

@@ -383,7 +383,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		l.feats[t], l.prevs[t] = s.Features, s.Prev
 		film := l.filmEmbedding(t, st)
 		if p.head.nPrior > 0 {
-			p.head.keypointPrior(priorRows(l.acts[t].KP, p.spec.Policy.geometryPoints()), l.feedback[t])
+			p.head.keypointPrior(l.acts[t].KP, l.feedback[t])
 		}
 		p.visionHd.Forward(l.frames[t], l.acts[t], s.Features, film)
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
@@ -484,9 +484,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			}
 			p.head.filmEmbeddingBackward(l.gOwn, dFb, l.dFilm, fb)
 			if p.head.nPrior > 0 {
-				kp := l.acts[t].KP
-				n := p.spec.Policy.geometryPoints() * kp.N
-				p.head.keypointPriorBackward(l.gOwn, dFb, kp.LogitGrad()[kp.N:kp.N+n], fb)
+				p.head.keypointPriorBackward(l.gOwn, dFb, l.acts[t].KP, fb)
 			}
 			if dFb != nil {
 				addMeanBackward(l.dOutputs[t-1], dFb, p.spec.TTM.ProcessSize)

@@ -356,19 +356,9 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 // activations the front end's next pass uses.
 func (p *Policy) steerFrontEnd(kp *vision.KeypointActs, emb []float32, st *State) []float32 {
 	if p.head.nPrior > 0 {
-		p.head.keypointPrior(priorRows(kp, p.spec.Policy.geometryPoints()), p.feedbackOf(st, p.machine.NoMemory))
+		p.head.keypointPrior(kp, p.feedbackOf(st, p.machine.NoMemory))
 	}
 	return p.filmEmbedding(emb, st)
-}
-
-// priorRows returns the rows of kp's Prior that MemoryPrior writes, the
-// channels of the geometry's points (1 to points), giving kp a Prior of
-// zeros on first use.
-func priorRows(kp *vision.KeypointActs, points int) []float32 {
-	if kp.Prior == nil {
-		kp.Prior = make([]float32, kp.D*kp.N)
-	}
-	return kp.Prior[kp.N : (1+points)*kp.N]
 }
 
 // filmEmbedding is what conditions FiLM at this step: the instruction
