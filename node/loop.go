@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/policy"
@@ -118,7 +120,7 @@ func (c *LoopConfig) defaults() error {
 type Stepper interface {
 	Step(obs *policy.Observation, st *policy.State, action []float32) error
 	NewState() *policy.State
-	ActionSpace() policy.ActionSpace
+	ActionSpace() action.Space
 	// Proprio names the proprioception the policy reads (policy.Config.Proprio); nil for none.
 	Proprio() []string
 }
@@ -185,7 +187,7 @@ type Loop struct {
 }
 
 // NewLoop checks cfg and builds a loop around p, which must use RT-1's
-// action layout (policy.RT1): the node maps its dimensions onto cmd_vel,
+// action layout (action.RT1): the node maps its dimensions onto cmd_vel,
 // arm/command and gripper/command. log may be nil.
 func NewLoop(p Stepper, cfg LoopConfig, clock Clock, in *Inputs, sink Sink, log hclog.Logger) (*Loop, error) {
 	if log == nil {
@@ -195,7 +197,7 @@ func NewLoop(p Stepper, cfg LoopConfig, clock Clock, in *Inputs, sink Sink, log 
 		return nil, fmt.Errorf("control loop: %w", err)
 	}
 	space := p.ActionSpace()
-	if err := policy.RT1().CompareLayout(space); err != nil {
+	if err := action.RT1().CompareLayout(space); err != nil {
 		return nil, fmt.Errorf("control loop: the node publishes RT-1's action layout: %w", err)
 	}
 	filter, err := policy.NewFilter(space, cfg.Safety)
@@ -428,7 +430,7 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 
 	t0 := time.Now()
 	copy(l.proposed, w.action)
-	mode := policy.GateMode(l.proposed)
+	mode := action.GateMode(l.proposed)
 	v := l.filter.Apply(l.out, l.proposed, dt)
 	l.rec(StageFilter, time.Since(t0))
 	if v.Rejected {
@@ -436,10 +438,10 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 		return ReasonRejected, time.Time{}
 	}
 	l.cnt.Modified += b2u(v.Modified())
-	if mode == policy.ModeTerminate || l.cfg.MaxSteps > 0 && l.steps >= l.cfg.MaxSteps {
+	if mode == action.ModeTerminate || l.cfg.MaxSteps > 0 && l.steps >= l.cfg.MaxSteps {
 		l.done = true
 		l.cnt.EpisodesDone++
-		l.log.Info("episode done", "episode", l.episode, "steps", l.steps, "terminated", mode == policy.ModeTerminate)
+		l.log.Info("episode done", "episode", l.episode, "steps", l.steps, "terminated", mode == action.ModeTerminate)
 	}
 	return ReasonNone, l.cur.stamp
 }

@@ -222,7 +222,7 @@ func (in *Inputs) EpisodeInstruction() (text string, ok bool) {
 // PutProprio offers a proprioception reading (a std_msgs/Float32MultiArray:
 // its values and its layout's first dimension label, "" when it has
 // none) for a policy that reads names. It must have one finite value per
-// name, and a label, if any, of the names joined by ";" (policy.ArmProprio:
+// name, and a label, if any, of the names joined by ";" (action.ArmProprio:
 // "hand_x;hand_y;hand_z;gripper"). A bad reading is refused with an error
 // naming the problem, counted, and leaves the last good one in place.
 func (in *Inputs) PutProprio(values []float32, label string, names []string) error {

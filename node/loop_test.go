@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -214,10 +216,10 @@ func TestLoopFailsClosedUntilFirstAction(t *testing.T) {
 }
 
 func TestLoopStaleFrames(t *testing.T) {
-	h := newHarness(t, loadPolicy(t, modeCheckpoint(t, policy.ModeBase)), LoopConfig{MaxImageAge: 300 * time.Millisecond})
+	h := newHarness(t, loadPolicy(t, modeCheckpoint(t, action.ModeBase)), LoopConfig{MaxImageAge: 300 * time.Millisecond})
 	h.in.SetInstruction("move to the table")
 	acted := h.actNow()
-	if !acted.Acting || acted.Action[policy.DimBaseX] == 0 {
+	if !acted.Acting || acted.Action[action.DimBaseX] == 0 {
 		t.Fatalf("want a base action, got %+v", acted)
 	}
 	h.next() // the frame is 200 ms old (it acted at 100 ms)
@@ -238,9 +240,9 @@ func TestLoopStaleFrames(t *testing.T) {
 	}
 	// The stop action holds the mode and the gripper and zeroes the rest
 	// (no rate limit configured).
-	for i, d := range policy.RT1().Dims {
+	for i, d := range action.RT1().Dims {
 		want := float32(0)
-		if d.Stop == policy.StopHold {
+		if d.Stop == action.StopHold {
 			want = last.Action[i]
 		}
 		if o.Action[i] != want {
@@ -274,7 +276,7 @@ func TestLoopRateLimitedStop(t *testing.T) {
 	for i := range rates {
 		rates[i] = 1 // per second: 0.1 per tick at 10 Hz
 	}
-	h := newHarness(t, loadPolicy(t, modeCheckpoint(t, policy.ModeBase)), LoopConfig{Safety: policy.SafetyConfig{MaxRate: rates}})
+	h := newHarness(t, loadPolicy(t, modeCheckpoint(t, action.ModeBase)), LoopConfig{Safety: policy.SafetyConfig{MaxRate: rates}})
 	h.in.SetInstruction("move to the table")
 	for range 3 {
 		h.actNow()
@@ -286,8 +288,8 @@ func TestLoopRateLimitedStop(t *testing.T) {
 	}
 	outs := h.sink.outputs()
 	for k := 1; k < len(outs); k++ {
-		for i, d := range policy.RT1().Dims {
-			if len(d.Categories) > 0 || i == policy.DimGripper && k == 1 {
+		for i, d := range action.RT1().Dims {
+			if len(d.Categories) > 0 || i == action.DimGripper && k == 1 {
 				continue // categorical; the gripper's first command has no previous one
 			}
 			if diff := math.Abs(float64(outs[k].Action[i] - outs[k-1].Action[i])); diff > 0.1+1e-6 {
@@ -299,9 +301,9 @@ func TestLoopRateLimitedStop(t *testing.T) {
 	if final.Acting || final.Reason != ReasonEStop {
 		t.Fatalf("last output %+v", final)
 	}
-	for _, i := range []int{policy.DimBaseX, policy.DimBaseY, policy.DimBaseYaw} {
+	for _, i := range []int{action.DimBaseX, action.DimBaseY, action.DimBaseYaw} {
 		if final.Action[i] != 0 {
-			t.Errorf("after 1.2 s of stopping at 1/s, %s is still %v", policy.RT1().Dims[i].Name, final.Action[i])
+			t.Errorf("after 1.2 s of stopping at 1/s, %s is still %v", action.RT1().Dims[i].Name, final.Action[i])
 		}
 	}
 }
@@ -554,32 +556,32 @@ func TestLoopKeepsMemoryOnInstruction(t *testing.T) {
 }
 
 func TestLoopModes(t *testing.T) {
-	arm := []int{policy.DimWorldX, policy.DimWorldY, policy.DimWorldZ, policy.DimRoll, policy.DimPitch, policy.DimYaw}
-	base := []int{policy.DimBaseYaw, policy.DimBaseX, policy.DimBaseY}
+	arm := []int{action.DimWorldX, action.DimWorldY, action.DimWorldZ, action.DimRoll, action.DimPitch, action.DimYaw}
+	base := []int{action.DimBaseYaw, action.DimBaseX, action.DimBaseY}
 	for _, tc := range []struct {
 		mode       int
 		zero, live []int
 		done       bool
 	}{
-		{policy.ModeTerminate, append(slices.Clone(arm), base...), nil, true},
-		{policy.ModeArm, base, arm, false},
-		{policy.ModeBase, arm, base, false},
+		{action.ModeTerminate, append(slices.Clone(arm), base...), nil, true},
+		{action.ModeArm, base, arm, false},
+		{action.ModeBase, arm, base, false},
 	} {
-		t.Run(policy.RT1().Dims[policy.DimMode].Categories[tc.mode], func(t *testing.T) {
+		t.Run(action.RT1().Dims[action.DimMode].Categories[tc.mode], func(t *testing.T) {
 			h := newHarness(t, loadPolicy(t, modeCheckpoint(t, tc.mode)), LoopConfig{})
 			h.in.SetInstruction("pick up the coke can")
 			o := h.actNow()
-			if !o.Acting || int(o.Action[policy.DimMode]) != tc.mode || o.Done != tc.done {
+			if !o.Acting || int(o.Action[action.DimMode]) != tc.mode || o.Done != tc.done {
 				t.Fatalf("output %+v", o)
 			}
 			for _, i := range tc.zero {
 				if o.Action[i] != 0 {
-					t.Errorf("%s = %v, want 0 in this mode", policy.RT1().Dims[i].Name, o.Action[i])
+					t.Errorf("%s = %v, want 0 in this mode", action.RT1().Dims[i].Name, o.Action[i])
 				}
 			}
 			for _, i := range tc.live {
 				if o.Action[i] == 0 { // 0 is not a bin value of [-1, 1] or [-π, π] in 256 bins
-					t.Errorf("%s = 0, want the policy's value", policy.RT1().Dims[i].Name)
+					t.Errorf("%s = 0, want the policy's value", action.RT1().Dims[i].Name)
 				}
 			}
 			if tc.done {
@@ -603,9 +605,9 @@ func (s *switchStepper) Step(obs *policy.Observation, st *policy.State, a []floa
 	}
 	return s.good.Step(obs, st, a)
 }
-func (s *switchStepper) NewState() *policy.State         { return s.good.NewState() }
-func (s *switchStepper) ActionSpace() policy.ActionSpace { return s.good.ActionSpace() }
-func (s *switchStepper) Proprio() []string               { return s.good.Proprio() }
+func (s *switchStepper) NewState() *policy.State   { return s.good.NewState() }
+func (s *switchStepper) ActionSpace() action.Space { return s.good.ActionSpace() }
+func (s *switchStepper) Proprio() []string         { return s.good.Proprio() }
 
 func TestLoopNonFiniteModelOutput(t *testing.T) {
 	s := &switchStepper{good: loadPolicy(t, actingPath(t)), bad: loadPolicy(t, overflowCheckpoint(t))}
@@ -845,7 +847,7 @@ func FuzzCheckProprio(f *testing.F) {
 		for i := range values {
 			values[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
-		err := CheckProprio(values, label, policy.ArmProprio)
+		err := CheckProprio(values, label, action.ArmProprio)
 		ok := len(values) == 4 && (label == "" || label == "hand_x;hand_y;hand_z;gripper")
 		for _, v := range values {
 			ok = ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 )
@@ -68,7 +70,7 @@ func derivedCheckpoint(t testing.TB, name string, edit func(tensor string, v []f
 }
 
 // modeCheckpoint is the small policy with its head biased so that it always
-// picks mode (policy.ModeTerminate, ModeArm or ModeBase): the mode logits
+// picks mode (action.ModeTerminate, ModeArm or ModeBase): the mode logits
 // come first in the head's output.
 func modeCheckpoint(t testing.TB, mode int) string {
 	return derivedCheckpoint(t, "mode"+string(rune('0'+mode)), func(name string, v []float32) {
@@ -104,10 +106,10 @@ func loadPolicy(t testing.TB, path string) *policy.Policy {
 // actingPath is the small policy biased to arm mode: a seeded policy's
 // mode is arbitrary, and one that terminates its episode at the first step
 // would end the loop tests' episodes before they look at them.
-func actingPath(t testing.TB) string { return modeCheckpoint(t, policy.ModeArm) }
+func actingPath(t testing.TB) string { return modeCheckpoint(t, action.ModeArm) }
 
 // proprioCheckpoint writes the small-proprio policy (it reads
-// policy.ArmProprio) with its head biased to arm mode, like actingPath;
+// action.ArmProprio) with its head biased to arm mode, like actingPath;
 // targetCheckpoint the same for small-target (proprioception, target
 // geometry, and an arm regressed instead of binned).
 var (
@@ -133,7 +135,7 @@ func armBiasedCheckpoint(preset string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	v[policy.ModeArm] = 1e3
+	v[action.ModeArm] = 1e3
 	f.Tensors[name] = safetensors.FromFloat32(v, f.Tensors[name].Shape...)
 	return out, safetensors.WriteFile(out, f)
 }

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/policy"
@@ -35,7 +37,7 @@ var rosRate = flag.Int("ros-rate", 10, "control rate of TestNodeWithROS, Hz")
 // diagnostics, and re-registration after roscore restarts.
 func TestNodeWithROS(t *testing.T) {
 	m := rostest.StartMaster(t)
-	ckpt := modeCheckpoint(t, policy.ModeArm) // a seeded policy terminates its episode every few steps
+	ckpt := modeCheckpoint(t, action.ModeArm) // a seeded policy terminates its episode every few steps
 	t.Run("Params", func(t *testing.T) { testNodeParams(t, m) })
 	t.Run("RefusesToStart", func(t *testing.T) { testRefusesToStart(t, m, ckpt) })
 
@@ -212,7 +214,7 @@ func testRate(t *testing.T, m *rostest.Master, w *watcher) {
 	}
 	rows := csv.actionRows(t, 11)
 	label := csv.rows[0][1]
-	if label != ActionLabel(policy.RT1()) || len(rows) != n {
+	if label != ActionLabel(action.RT1()) || len(rows) != n {
 		t.Errorf("action layout label %q (%d rows)", label, len(rows))
 	}
 	for i, r := range rows {
@@ -271,8 +273,8 @@ func testOutputs(t *testing.T, m *rostest.Master) {
 // isStop reports whether an action is a stop action without rate limits:
 // every velocity and delta is zero.
 func isStop(a []float64) bool {
-	for i := policy.DimWorldX; i <= policy.DimBaseY; i++ {
-		if i != policy.DimGripper && a[i] != 0 {
+	for i := action.DimWorldX; i <= action.DimBaseY; i++ {
+		if i != action.DimGripper && a[i] != 0 {
 			return false
 		}
 	}
@@ -333,8 +335,8 @@ func testEStopLatches(t *testing.T, m *rostest.Master, n *Node, w *watcher) {
 		t.Errorf("%d actions in 1.5 s of e-stop, want the stop action at the rate", len(acts))
 	}
 	for _, a := range acts {
-		for i := policy.DimWorldX; i <= policy.DimBaseY; i++ {
-			if i != policy.DimGripper && a.msg.Data[i] != 0 {
+		for i := action.DimWorldX; i <= action.DimBaseY; i++ {
+			if i != action.DimGripper && a.msg.Data[i] != 0 {
 				t.Fatalf("action during e-stop: %v", a.msg.Data)
 			}
 		}

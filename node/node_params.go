@@ -7,6 +7,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/policy"
 )
 
@@ -149,7 +151,7 @@ func ReadNodeParams(ctx context.Context, p *Params) (NodeParams, error) {
 	np.Expect.ImageWidth = integer("~expect_image_width", 0)
 	np.Expect.BackboneSHA256, err = p.String(ctx, "~expect_backbone_sha256", "")
 	keep(err)
-	rt1 := policy.RT1()
+	rt1 := action.RT1()
 	np.Expect.ActionSpace = &rt1
 	np.WarmupSteps = integer("~warmup_steps", 20)
 	np.WarmupHeight = integer("~warmup_image_height", 0)

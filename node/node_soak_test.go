@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
@@ -215,7 +217,7 @@ func biasToArm(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bias[policy.ModeArm] = 1e3
+	bias[action.ModeArm] = 1e3
 	f.Tensors[name] = safetensors.FromFloat32(bias, len(bias))
 	if err := safetensors.WriteFile(path, f); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ type ReplayConfig struct {
 	Instruction string
 	Frames      []ReplayFrame
 	// ProprioLabel labels the frames' proprioception (layout.dim[0].label,
-	// as recorded: "hand_x;hand_y;hand_z;gripper" for policy.ArmProprio);
+	// as recorded: "hand_x;hand_y;hand_z;gripper" for action.ArmProprio);
 	// "" sends it unlabelled.
 	ProprioLabel string
 	// Speed multiplies the recorded rate; it defaults to 1.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // simQueueLen bounds the simulator's queue of received actions. In lockstep
@@ -97,10 +97,10 @@ func (q *actionQueue) counts() (dropped, ignored uint64) {
 }
 
 // simSpace is the action layout the simulator executes.
-var simSpace = policy.RT1()
+var simSpace = action.RT1()
 
 // checkAction checks an action message before the simulator applies it:
-// exactly 11 values (policy.RT1) at offset 0, all finite, and a layout (if any)
+// exactly 11 values (action.RT1) at offset 0, all finite, and a layout (if any)
 // whose first dimension agrees with the data. sizes are the layout's
 // dimension sizes.
 func checkAction(data []float32, sizes []uint32, offset uint32) error {

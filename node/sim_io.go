@@ -9,13 +9,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_srvs"
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/ttmrobot/ttm/policy"
 )
 
 // simIO connects the simulator to ROS: the headcam and instruction
@@ -217,7 +217,7 @@ func (s *simIO) setInstruction(text string) {
 // a test delays the message to make it arrive after the reset_memory call.
 var testHookPublishInstruction func(text string, publish func())
 
-// publishFrame sends the robot's proprioception (policy.ArmProprio's
+// publishFrame sends the robot's proprioception (action.ArmProprio's
 // layout, labelled) and then an rgb8 frame of h x w stamped now (copies:
 // goroslib encodes messages later, on its own goroutines), so that a
 // policy node has the reading when the frame arrives. It reports false when
@@ -228,7 +228,7 @@ func (s *simIO) publishFrame(img []byte, proprio []float32, h, w int, seq uint32
 		return false
 	}
 	p.proprio.Write(&std_msgs.Float32MultiArray{
-		Layout: labelledLayout(strings.Join(policy.ArmProprio, ";"), len(proprio)),
+		Layout: labelledLayout(strings.Join(action.ArmProprio, ";"), len(proprio)),
 		Data:   slices.Clone(proprio),
 	})
 	p.image.Write(&sensor_msgs.Image{

@@ -8,9 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -572,7 +573,7 @@ func (s *SimNode) waitAction(ctx context.Context, steps int, res *SimResult, rep
 				continue
 			}
 			s.gotAny.Store(true)
-			if simSpace.Dims[policy.DimMode].Bin(a.data[policy.DimMode]) == policy.ModeTerminate {
+			if simSpace.Dims[action.DimMode].Bin(a.data[action.DimMode]) == action.ModeTerminate {
 				apply, known := s.terminateConfirmed(ctx, a.at)
 				if !known && !s.warnedNoDone {
 					s.warnedNoDone = true

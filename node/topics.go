@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/geometry_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
@@ -17,7 +19,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/language"
-	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -65,7 +66,7 @@ func ResolveNames(a *Args) (map[string]string, error) {
 // layout: the action space's dimension names in order, separated by
 // semicolons ("mode;world_vector/x;...;base/y"), so a consumer can find
 // each value. (Not commas: rostopic echo -p writes CSV.)
-func ActionLabel(space policy.ActionSpace) string {
+func ActionLabel(space action.Space) string {
 	names := make([]string, len(space.Dims))
 	for i, d := range space.Dims {
 		names[i] = d.Name
@@ -117,7 +118,7 @@ func (p *publishers) all() []*goroslib.Publisher {
 	return []*goroslib.Publisher{p.action, p.cmdVel, p.arm, p.gripper, p.done, p.status, p.diag}
 }
 
-func newROSIO(names map[string]string, in *Inputs, space policy.ActionSpace, embWidth int, proprio []string, clock *simClock, resetWait time.Duration, log hclog.Logger) *rosIO {
+func newROSIO(names map[string]string, in *Inputs, space action.Space, embWidth int, proprio []string, clock *simClock, resetWait time.Duration, log hclog.Logger) *rosIO {
 	return &rosIO{
 		names: names, in: in, embWidth: embWidth, proprio: proprio, log: log, simClock: clock, resetWait: resetWait,
 		layout:     labelledLayout(ActionLabel(space), space.Len()),
@@ -350,14 +351,14 @@ func (r *rosIO) Action(o *Output) {
 	a := o.Action
 	p.action.Write(&std_msgs.Float32MultiArray{Layout: r.layout, Data: slices.Clone(a)})
 	p.cmdVel.Write(&geometry_msgs.Twist{
-		Linear:  geometry_msgs.Vector3{X: float64(a[policy.DimBaseX]), Y: float64(a[policy.DimBaseY])},
-		Angular: geometry_msgs.Vector3{Z: float64(a[policy.DimBaseYaw])},
+		Linear:  geometry_msgs.Vector3{X: float64(a[action.DimBaseX]), Y: float64(a[action.DimBaseY])},
+		Angular: geometry_msgs.Vector3{Z: float64(a[action.DimBaseYaw])},
 	})
 	p.arm.Write(&geometry_msgs.Twist{
-		Linear:  geometry_msgs.Vector3{X: float64(a[policy.DimWorldX]), Y: float64(a[policy.DimWorldY]), Z: float64(a[policy.DimWorldZ])},
-		Angular: geometry_msgs.Vector3{X: float64(a[policy.DimRoll]), Y: float64(a[policy.DimPitch]), Z: float64(a[policy.DimYaw])},
+		Linear:  geometry_msgs.Vector3{X: float64(a[action.DimWorldX]), Y: float64(a[action.DimWorldY]), Z: float64(a[action.DimWorldZ])},
+		Angular: geometry_msgs.Vector3{X: float64(a[action.DimRoll]), Y: float64(a[action.DimPitch]), Z: float64(a[action.DimYaw])},
 	})
-	p.gripper.Write(&std_msgs.Float64{Data: float64(a[policy.DimGripper])})
+	p.gripper.Write(&std_msgs.Float64{Data: float64(a[action.DimGripper])})
 	p.done.Write(&std_msgs.Bool{Data: o.Done})
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/internal/nn"
@@ -38,9 +40,9 @@ import (
 type Expect struct {
 	// ActionSpace is the layout the node publishes: the checkpoint's must
 	// match it in names, bounds, categories and stop modes
-	// (ActionSpace.CompareLayout), whatever head decodes it (bins or a
+	// (action.Space.CompareLayout), whatever head decodes it (bins or a
 	// regression).
-	ActionSpace    *ActionSpace
+	ActionSpace    *action.Space
 	ImageHeight    int       // network input size after preprocessing
 	ImageWidth     int       //
 	BackboneSHA256 string    // hex digest of the backbone file

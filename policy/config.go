@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
@@ -35,9 +37,9 @@ const (
 // so ttm.input_tokens must equal History·K + len(action_space) + (1 with
 // Proprio) + Padding.
 type Config struct {
-	Preset      string      `json:"preset,omitempty"`
-	ActionSpace ActionSpace `json:"action_space"`
-	Padding     int         `json:"padding"`
+	Preset      string       `json:"preset,omitempty"`
+	ActionSpace action.Space `json:"action_space"`
+	Padding     int          `json:"padding"`
 	// BlindActions feeds the action tokens the zero action at every step
 	// instead of the previous action. Behavioural cloning from smooth
 	// demonstrations otherwise learns to repeat the previous action (the
@@ -53,7 +55,7 @@ type Config struct {
 	Model string `json:"model,omitempty"`
 	// Proprio names the robot's own measurements the policy reads at every
 	// step (Observation.Proprio, in this order), embedded by a Dense layer
-	// as one input token; empty: none. ArmProprio is the layout of the
+	// as one input token; empty: none. action.ArmProprio is the layout of the
 	// simulator and the node's proprio topic.
 	Proprio []string `json:"proprio,omitempty"`
 	// TargetGeometry, if set, adds to the proprioception token where the
@@ -132,10 +134,10 @@ func (c Config) validateMixture() error {
 		return fmt.Errorf("policy: arm mixture of %d components of sd %v: want 1 to %d components and a positive sd, or neither", k, s, maxArmMixture)
 	}
 	sp := c.ActionSpace
-	if len(sp.Dims) != rt1Dims || sp.Dims[DimMode].Name != "mode" {
+	if len(sp.Dims) != action.RT1().Len() || sp.Dims[action.DimMode].Name != "mode" {
 		return errors.New("policy: an arm mixture needs the RT-1 action layout")
 	}
-	for _, i := range []int{DimWorldX, DimWorldY, DimWorldZ} {
+	for _, i := range []int{action.DimWorldX, action.DimWorldY, action.DimWorldZ} {
 		if sp.Dims[i].Bins != 0 {
 			return fmt.Errorf("policy: an arm mixture predicts %s, which is in %d bins: want it regressed (0 bins)", sp.Dims[i].Name, sp.Dims[i].Bins)
 		}
@@ -170,12 +172,6 @@ func (c Config) geometryPoints() int {
 func (c Config) proprioInputs() int {
 	return len(c.Proprio) + c.geometryPointLen()*c.geometryPoints()
 }
-
-// ArmProprio is the proprioception layout of the arm: the end-effector's
-// position in the base frame (metres: forward, left, up) and the gripper's
-// closedness (0 open, 1 closed). On a robot it is the forward kinematics of
-// the joint states and the gripper's position.
-var ArmProprio = []string{"hand_x", "hand_y", "hand_z", "gripper"}
 
 // proprioTokens is the number of input tokens the proprioception takes.
 func (c Config) proprioTokens() int {
@@ -352,7 +348,7 @@ func Presets() map[string]Spec {
 	kpVision.Head.Keypoints, kpVision.Head.Tokens, kpVision.Head.KeypointWindow = true, 5, 1
 
 	// small-proprio: small-keypoints with the arm's proprioception
-	// (ArmProprio) as a 17th input token.
+	// (action.ArmProprio) as a 17th input token.
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
 	// small-target: small-proprio whose token also holds where the target
@@ -375,57 +371,57 @@ func Presets() map[string]Spec {
 
 	return map[string]Spec{
 		"robot": {
-			Policy: Config{Preset: "robot", ActionSpace: RT1(), Padding: 5},
+			Policy: Config{Preset: "robot", ActionSpace: action.RT1(), Padding: 5},
 			TTM:    robotTTM, Vision: robotVision, Language: language.DefaultConfig(),
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 224, Width: 224},
 		},
 		"robot-b3": {
-			Policy: Config{Preset: "robot-b3", ActionSpace: RT1(), Padding: 5},
+			Policy: Config{Preset: "robot-b3", ActionSpace: action.RT1(), Padding: 5},
 			TTM:    robotTTM, Vision: robotB3Vision, Language: language.DefaultConfig(),
 			Backbone: vision.EfficientNetConfig{Variant: "b3", Height: 300, Width: 300},
 		},
 		"small": {
-			Policy: Config{Preset: "small", ActionSpace: RT1(), Padding: 1},
+			Policy: Config{Preset: "small", ActionSpace: action.RT1(), Padding: 1},
 			TTM:    smallTTM, Vision: smallVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 7},
 		},
 		"small-keypoints": {
 			// Blind: the copycat failure (see BlindActions) is what a
 			// small-keypoints run without it learns.
-			Policy: Config{Preset: "small-keypoints", ActionSpace: RT1(), Padding: 0, BlindActions: true},
+			Policy: Config{Preset: "small-keypoints", ActionSpace: action.RT1(), Padding: 0, BlindActions: true},
 			TTM:    smallTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-proprio": {
-			Policy: Config{Preset: "small-proprio", ActionSpace: RT1(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio)},
+			Policy: Config{Preset: "small-proprio", ActionSpace: action.RT1(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio)},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-target": {
-			Policy: Config{Preset: "small-target", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
+			Policy: Config{Preset: "small-target", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-recall": {
-			Policy: Config{Preset: "small-recall", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+			Policy: Config{Preset: "small-recall", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-probe": {
-			Policy: Config{Preset: "small-probe", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+			Policy: Config{Preset: "small-probe", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-prior": {
-			Policy: Config{Preset: "small-prior", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+			Policy: Config{Preset: "small-prior", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		"small-mixture": {
-			Policy: Config{Preset: "small-mixture", ActionSpace: RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+			Policy: Config{Preset: "small-mixture", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				ArmMixture: 4, ArmMixtureSigma: 0.25},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -29,7 +31,7 @@ import (
 
 // outputWidth is how many head outputs dimension d needs on its own (the
 // arm mixture's dimensions need none: see armMixture).
-func outputWidth(d Dimension) int {
+func outputWidth(d action.Dimension) int {
 	if d.Bins == 0 {
 		return 1
 	}
@@ -39,7 +41,7 @@ func outputWidth(d Dimension) int {
 // inputRows is how many embedding rows dimension d needs: one per bin, or
 // for a continuous dimension, two rows interpolated by the value's position
 // in [Low, High].
-func inputRows(d Dimension) int {
+func inputRows(d action.Dimension) int {
 	if d.Bins == 0 {
 		return 2
 	}
@@ -48,7 +50,7 @@ func inputRows(d Dimension) int {
 
 // actionHead holds the action embeddings and the output head.
 type actionHead struct {
-	space   ActionSpace
+	space   action.Space
 	dim     int         // d, the TTM width
 	embed   [][]float32 // per dimension (inputRows, d)
 	kernel  []float32   // (d, Σ width)
@@ -247,7 +249,7 @@ func newActionHead(c Config, d, langWidth, positions int) *actionHead {
 		h.nGoal = GoalLen
 	}
 	if c.ArmMixture > 0 {
-		h.mix = armMixture{k: c.ArmMixture, sigma: c.ArmMixtureSigma, dims: [armDims]int{DimWorldX, DimWorldY, DimWorldZ}}
+		h.mix = armMixture{k: c.ArmMixture, sigma: c.ArmMixtureSigma, dims: [armDims]int{action.DimWorldX, action.DimWorldY, action.DimWorldZ}}
 	}
 	for i, dm := range space.Dims {
 		h.offsets = append(h.offsets, h.width)

@@ -6,12 +6,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // mixtureOf returns a mixture of k components of sd sigma whose block
 // starts at offset 0.
 func mixtureOf(k int, sigma float64) armMixture {
-	return armMixture{k: k, sigma: sigma, dims: [armDims]int{DimWorldX, DimWorldY, DimWorldZ}}
+	return armMixture{k: k, sigma: sigma, dims: [armDims]int{action.DimWorldX, action.DimWorldY, action.DimWorldZ}}
 }
 
 // TestArmMixtureLoss checks the loss against values computed by hand.
@@ -108,7 +110,7 @@ func TestArmMixtureGradients(t *testing.T) {
 // TestArmMixtureDecode: the action is the mean of the most probable
 // component, and the other dimensions decode as before.
 func TestArmMixtureDecode(t *testing.T) {
-	c := Config{ActionSpace: RT1ContinuousArm(), ArmMixture: 3, ArmMixtureSigma: 0.25}
+	c := Config{ActionSpace: action.RT1ContinuousArm(), ArmMixture: 3, ArmMixtureSigma: 0.25}
 	h := newActionHead(c, 2, 0, 0)
 	if want := 3 + 256*3 + 256 + 3*256 + 3*4; h.width != want { // mode, rotations, gripper, base, mixture
 		t.Fatalf("head width %d, want %d", h.width, want)
@@ -116,15 +118,15 @@ func TestArmMixtureDecode(t *testing.T) {
 	logits := make([]float32, h.width)
 	block := logits[h.mix.off:]
 	copy(block, []float32{0.1, 2, -1, 0.9, 0.9, 0.9, 0.3, -0.4, -1, -0.9, -0.9, -0.9})
-	logits[h.offsets[DimMode]+ModeArm] = 1
-	logits[h.offsets[DimGripper]+255] = 1
+	logits[h.offsets[action.DimMode]+action.ModeArm] = 1
+	logits[h.offsets[action.DimGripper]+255] = 1
 	// decode recomputes the logits from the TTM output: a head whose
 	// kernel is zero and whose bias holds them.
 	h.kernel, h.bias = make([]float32, 2*h.width), logits
 	a := make([]float32, c.ActionSpace.Len())
 	h.decode(a, make([]float32, h.width), make([]float32, 2), make([]float32, 2), 1)
-	want := []float32{ModeArm, 0.3, -0.4, -1}
-	if !slices.Equal(a[:4], want) || a[DimGripper] != 1 {
+	want := []float32{action.ModeArm, 0.3, -0.4, -1}
+	if !slices.Equal(a[:4], want) || a[action.DimGripper] != 1 {
 		t.Errorf("decoded %v, want mode and arm %v and gripper 1", a, want)
 	}
 }
@@ -139,13 +141,13 @@ func TestArmMixtureValidate(t *testing.T) {
 		edit func(*Config)
 		want string
 	}{
-		{"binned arm", func(c *Config) { c.ActionSpace = RT1() }, "want it regressed"},
+		{"binned arm", func(c *Config) { c.ActionSpace = action.RT1() }, "want it regressed"},
 		{"no sd", func(c *Config) { c.ArmMixtureSigma = 0 }, "positive sd"},
 		{"NaN sd", func(c *Config) { c.ArmMixtureSigma = math.NaN() }, "positive sd"},
 		{"negative sd", func(c *Config) { c.ArmMixtureSigma = -0.25 }, "positive sd"},
 		{"negative components", func(c *Config) { c.ArmMixture = -2 }, "components"},
 		{"sd without components", func(c *Config) { c.ArmMixture = 0 }, "components"},
-		{"another layout", func(c *Config) { c.ActionSpace.Dims[DimMode].Name = "phase" }, "RT-1 action layout"},
+		{"another layout", func(c *Config) { c.ActionSpace.Dims[action.DimMode].Name = "phase" }, "RT-1 action layout"},
 	} {
 		bad := spec
 		bad.Policy.ActionSpace.Dims = slices.Clone(spec.Policy.ActionSpace.Dims)

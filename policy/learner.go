@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
@@ -179,7 +181,7 @@ type WindowStats struct {
 // while they run. It allocates nothing after NewLearner.
 type Learner struct {
 	// ModeGated leaves out of the loss the dimensions the demonstrated
-	// action's mode gates out (ActionSpace.Gated): their demonstrated
+	// action's mode gates out (action.Space.Gated): their demonstrated
 	// values (zeros) are never executed, and learning them would pull the
 	// policy's velocities toward zero in the mode that uses them.
 	ModeGated bool
@@ -536,7 +538,7 @@ func addMeanBackward(dOut, dPooled []float32, r int) {
 func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, correct, labels int) {
 	hd, g := l.p.head, l.gOwn
 	r, d := l.p.spec.TTM.ProcessSize, hd.dim
-	mode := int(math.Round(float64(a[DimMode])))
+	mode := int(math.Round(float64(a[action.DimMode])))
 	hd.logitsOf(l.logits, l.pooled, l.outputs, r)
 	if m := hd.mix; m.k > 0 {
 		block, dBlock := l.logits[m.off:m.off+m.width()], l.dLogits[m.off:m.off+m.width()]

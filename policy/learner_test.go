@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
@@ -165,7 +167,7 @@ func TestLearnerGradients(t *testing.T) {
 			}
 			if tc.proprio { // with the regressed arm of small-target
 				edit = func(s *Spec) {
-					s.Policy.Proprio, s.Policy.ActionSpace = ArmProprio, RT1ContinuousArm()
+					s.Policy.Proprio, s.Policy.ActionSpace = action.ArmProprio, action.RT1ContinuousArm()
 					if tc.mixture > 0 {
 						s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = tc.mixture, 0.3
 					}
@@ -350,11 +352,11 @@ var testGeometry = vision.CameraGeometry{Mount: [3]float64{0, 0, 1.4}, Pitch: 0.
 func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memoryFiLM, prior bool) {
 	var edit func(*Spec)
 	if proprio {
-		edit = func(s *Spec) { s.Policy.Proprio = ArmProprio }
+		edit = func(s *Spec) { s.Policy.Proprio = action.ArmProprio }
 	}
 	if geometry {
 		edit = func(s *Spec) {
-			s.Policy.Proprio, s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = ArmProprio, &testGeometry, 2, 0.05
+			s.Policy.Proprio, s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = action.ArmProprio, &testGeometry, 2, 0.05
 			h := &s.Vision.Head
 			h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 			s.Policy.Padding = 0
@@ -482,7 +484,7 @@ func TestLearnerDoesNotAllocate(t *testing.T) {
 		switch model {
 		case "arm-mixture":
 			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) {
-				s.Policy.ActionSpace, s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = RT1ContinuousArm(), 4, 0.25
+				s.Policy.ActionSpace, s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = action.RT1ContinuousArm(), 4, 0.25
 			})
 		case "goal-probe":
 			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) { s.Policy.GoalProbe = true })
@@ -624,7 +626,7 @@ func TestSmoothCrossEntropy(t *testing.T) {
 // hand.
 func TestLearnerGeometryFromLabels(t *testing.T) {
 	p := learnerPolicyWith(t, "", 1, true, func(s *Spec) {
-		s.Policy.Proprio, s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = ArmProprio, &testGeometry, 2, 0.1
+		s.Policy.Proprio, s.Policy.TargetGeometry, s.Policy.GeometryPoints, s.Policy.GeometryRelative = action.ArmProprio, &testGeometry, 2, 0.1
 		h := &s.Vision.Head
 		h.Hidden, h.HiddenKernel, h.Keypoints, h.PositionGridWidth, h.Tokens = 4, 3, true, 5, 3
 		s.Policy.Padding = 0
@@ -697,10 +699,10 @@ func TestLearnerGeometryFromLabels(t *testing.T) {
 // it; inside the range, and for labels inside the range, it is squared
 // error as without.
 func TestCensorBounds(t *testing.T) {
-	p := learnerPolicyWith(t, "", 1, true, func(s *Spec) { s.Policy.Proprio, s.Policy.ActionSpace = ArmProprio, RT1ContinuousArm() })
+	p := learnerPolicyWith(t, "", 1, true, func(s *Spec) { s.Policy.Proprio, s.Policy.ActionSpace = action.ArmProprio, action.RT1ContinuousArm() })
 	l := NewLearner(p, 1, 5)
 	clear(p.head.kernel) // every output is its bias
-	z := p.head.offsets[DimWorldZ]
+	z := p.head.offsets[action.DimWorldZ]
 	for _, tc := range []struct {
 		name            string
 		censor          bool
@@ -718,7 +720,7 @@ func TestCensorBounds(t *testing.T) {
 			lossAt := func(predict float32) float64 {
 				p.head.bias[z] = predict
 				a := make([]float32, p.ActionSpace().Len())
-				a[DimMode], a[DimWorldZ] = ModeArm, tc.label
+				a[action.DimMode], a[action.DimWorldZ] = action.ModeArm, tc.label
 				loss, _, _ := l.lossStep(make([]float32, len(l.outputs)), a, 1)
 				return loss
 			}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
@@ -248,7 +250,7 @@ func (p *Policy) checkProprio(q []float32) ([]float32, error) {
 func (p *Policy) Spec() Spec { return p.spec }
 
 // ActionSpace is the layout of the actions Step writes.
-func (p *Policy) ActionSpace() ActionSpace { return p.spec.Policy.ActionSpace }
+func (p *Policy) ActionSpace() action.Space { return p.spec.Policy.ActionSpace }
 
 // NewState returns the state at the start of an episode.
 func (p *Policy) NewState() *State {

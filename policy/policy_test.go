@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -219,8 +221,8 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := RT1()
-	other.Dims[DimGripper].High = 2
+	other := action.RT1()
+	other.Dims[action.DimGripper].High = 2
 	corrupt := filepath.Join(t.TempDir(), "b.onnx")
 	b, _ := os.ReadFile(strings.TrimSuffix(path, ".safetensors") + ".backbone.onnx")
 	b[len(b)/2] ^= 1
@@ -313,8 +315,8 @@ func TestProprio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if !slices.Equal(p.Proprio(), ArmProprio) {
-		t.Fatalf("proprioception %v after a round trip, want %v", p.Proprio(), ArmProprio)
+	if !slices.Equal(p.Proprio(), action.ArmProprio) {
+		t.Fatalf("proprioception %v after a round trip, want %v", p.Proprio(), action.ArmProprio)
 	}
 	act := make([]float32, 11)
 	step := func(q []float32) (*State, []float32, error) {
@@ -418,13 +420,13 @@ func TestTargetGeometry(t *testing.T) {
 // (small-target) loads, and one whose layout differs does not.
 func TestLoadTakesAnyHeadOverTheNodesLayout(t *testing.T) {
 	path := presetCheckpoint(t, "small-target")
-	rt1 := RT1()
+	rt1 := action.RT1()
 	p, err := Load(path, Options{NoBackbone: true, Expect: Expect{ActionSpace: &rt1}})
 	if err != nil {
 		t.Fatalf("a regressed arm over RT-1's layout, the node expecting RT-1: %v", err)
 	}
 	p.Close()
-	rt1.Dims[DimWorldX].High = 0.5
+	rt1.Dims[action.DimWorldX].High = 0.5
 	if p, err := Load(path, Options{NoBackbone: true, Expect: Expect{ActionSpace: &rt1}}); err == nil || !strings.Contains(err.Error(), "action space mismatch") {
 		if p != nil {
 			p.Close()

@@ -3,6 +3,8 @@ package policy
 import (
 	"fmt"
 	"math"
+
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // SafetyConfig is what the safety filter enforces. It knows nothing of the
@@ -43,7 +45,7 @@ func (v Verdict) Modified() bool { return v.Rejected || v.Clamped || v.RateLimit
 // It remembers the last action it let out, so stopping holds targets
 // instead of jumping. It allocates nothing.
 type Filter struct {
-	space   ActionSpace
+	space   action.Space
 	cfg     SafetyConfig
 	last    []float32 // last action let out
 	started bool      // last holds a real action
@@ -52,7 +54,7 @@ type Filter struct {
 }
 
 // NewFilter checks cfg against the action space.
-func NewFilter(space ActionSpace, cfg SafetyConfig) (*Filter, error) {
+func NewFilter(space action.Space, cfg SafetyConfig) (*Filter, error) {
 	if err := space.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,9 +133,9 @@ func (f *Filter) Apply(out, proposed []float32, dt float64) Verdict {
 		}
 		if len(d.Categories) > 0 {
 			a = float32(d.Bin(a)) // categories are whole numbers
-		} else if f.started || d.Stop == StopZero {
-			// Before the first action, a StopZero dimension starts from rest (0);
-			// a StopHold one (an absolute target) has no known previous value.
+		} else if f.started || d.Stop == action.StopZero {
+			// Before the first action, a action.StopZero dimension starts from rest (0);
+			// a action.StopHold one (an absolute target) has no known previous value.
 			if lim := f.rateLimit(i, a, dt); lim != a {
 				a, v.RateLimited = lim, true
 			}
@@ -146,8 +148,8 @@ func (f *Filter) Apply(out, proposed []float32, dt float64) Verdict {
 	return v
 }
 
-// Stop writes the action that holds the robot where it is into out: StopHold
-// dimensions repeat the last action, StopZero ones move toward zero as fast
+// Stop writes the action that holds the robot where it is into out: action.StopHold
+// dimensions repeat the last action, action.StopZero ones move toward zero as fast
 // as their rate limit allows. The node sends it whenever it may not act
 // (no fresh frame, e-stop, a rejected action, a missed deadline). Before
 // the first action it holds zeros, so a node should not publish until it
@@ -155,7 +157,7 @@ func (f *Filter) Apply(out, proposed []float32, dt float64) Verdict {
 func (f *Filter) Stop(out []float32, dt float64) Verdict {
 	for i, d := range f.space.Dims {
 		a := f.last[i]
-		if d.Stop == StopZero {
+		if d.Stop == action.StopZero {
 			a = f.rateLimit(i, 0, dt)
 		}
 		out[i] = a

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 func rt1Rates() []float64 {
@@ -16,7 +18,7 @@ func rt1Rates() []float64 {
 
 func newTestFilter(t testing.TB, cfg SafetyConfig) *Filter {
 	t.Helper()
-	f, err := NewFilter(RT1(), cfg)
+	f, err := NewFilter(action.RT1(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +32,13 @@ func TestFilterRejectsNonFiniteActions(t *testing.T) {
 	f.Apply(out, good, 0.1)
 	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
 		p := append([]float32(nil), good...)
-		p[DimBaseX] = bad
+		p[action.DimBaseX] = bad
 		v := f.Apply(out, p, 0.1)
 		if !v.Rejected {
 			t.Errorf("%g accepted", bad)
 		}
 		// The stop action: gripper and mode held, displacements and velocities zero.
-		if out[DimGripper] != 0.8 || out[DimMode] != 1 || out[DimWorldX] != 0 || out[DimBaseX] != 0 {
+		if out[action.DimGripper] != 0.8 || out[action.DimMode] != 1 || out[action.DimWorldX] != 0 || out[action.DimBaseX] != 0 {
 			t.Errorf("after rejecting %g: %v", bad, out)
 		}
 	}
@@ -46,26 +48,26 @@ func TestFilterClampsAndRateLimits(t *testing.T) {
 	f := newTestFilter(t, SafetyConfig{MaxRate: rt1Rates()})
 	out := make([]float32, 11)
 	p := make([]float32, 11)
-	p[DimMode] = 7            // out of range category
-	p[DimWorldX] = 3          // above 1
-	p[DimBaseX] = -0.5        // from rest: at most 2·0.1 = 0.2 per step
-	p[DimGripper] = 0.9       // absolute target, first action: not limited
-	v := f.Apply(out, p, 0.1) // dt 0.1 s
+	p[action.DimMode] = 7      // out of range category
+	p[action.DimWorldX] = 3    // above 1
+	p[action.DimBaseX] = -0.5  // from rest: at most 2·0.1 = 0.2 per step
+	p[action.DimGripper] = 0.9 // absolute target, first action: not limited
+	v := f.Apply(out, p, 0.1)  // dt 0.1 s
 	if !v.Clamped || !v.RateLimited {
 		t.Errorf("verdict %+v", v)
 	}
-	want := map[int]float32{DimMode: 2, DimWorldX: 0.2, DimBaseX: -0.2, DimGripper: 0.9}
+	want := map[int]float32{action.DimMode: 2, action.DimWorldX: 0.2, action.DimBaseX: -0.2, action.DimGripper: 0.9}
 	for i, w := range want {
 		if math.Abs(float64(out[i]-w)) > 1e-6 {
-			t.Errorf("dimension %s: %g, want %g", RT1().Dims[i].Name, out[i], w)
+			t.Errorf("dimension %s: %g, want %g", action.RT1().Dims[i].Name, out[i], w)
 		}
 	}
 	// Later steps approach the proposal at the limited rate.
 	for i := 0; i < 3; i++ {
 		f.Apply(out, p, 0.1)
 	}
-	if math.Abs(float64(out[DimBaseX]+0.5)) > 1e-6 || math.Abs(float64(out[DimWorldX]-0.8)) > 1e-6 {
-		t.Errorf("after 4 steps: base x %g (want -0.5), world x %g (want 0.8)", out[DimBaseX], out[DimWorldX])
+	if math.Abs(float64(out[action.DimBaseX]+0.5)) > 1e-6 || math.Abs(float64(out[action.DimWorldX]-0.8)) > 1e-6 {
+		t.Errorf("after 4 steps: base x %g (want -0.5), world x %g (want 0.8)", out[action.DimBaseX], out[action.DimWorldX])
 	}
 }
 
@@ -73,24 +75,24 @@ func TestFilterStopHoldsTargetsAndRampsVelocities(t *testing.T) {
 	f := newTestFilter(t, SafetyConfig{MaxRate: rt1Rates()})
 	out := make([]float32, 11)
 	p := make([]float32, 11)
-	p[DimMode], p[DimGripper], p[DimBaseX] = ModeBase, -0.6, 0.5
+	p[action.DimMode], p[action.DimGripper], p[action.DimBaseX] = action.ModeBase, -0.6, 0.5
 	for i := 0; i < 10; i++ {
 		f.Apply(out, p, 0.1)
 	}
-	if out[DimBaseX] != 0.5 {
-		t.Fatalf("base x %g, want 0.5", out[DimBaseX])
+	if out[action.DimBaseX] != 0.5 {
+		t.Fatalf("base x %g, want 0.5", out[action.DimBaseX])
 	}
 	f.Stop(out, 0.1)
-	if out[DimGripper] != -0.6 || out[DimMode] != ModeBase {
+	if out[action.DimGripper] != -0.6 || out[action.DimMode] != action.ModeBase {
 		t.Errorf("stop did not hold the gripper and mode: %v", out)
 	}
-	if math.Abs(float64(out[DimBaseX]-0.3)) > 1e-6 {
-		t.Errorf("stop jumped the base velocity to %g, want the ramp value 0.3", out[DimBaseX])
+	if math.Abs(float64(out[action.DimBaseX]-0.3)) > 1e-6 {
+		t.Errorf("stop jumped the base velocity to %g, want the ramp value 0.3", out[action.DimBaseX])
 	}
 	f.Stop(out, 0.1)
 	f.Stop(out, 0.1)
-	if out[DimBaseX] != 0 {
-		t.Errorf("base velocity %g after ramping down, want 0", out[DimBaseX])
+	if out[action.DimBaseX] != 0 {
+		t.Errorf("base velocity %g after ramping down, want 0", out[action.DimBaseX])
 	}
 }
 
@@ -100,20 +102,20 @@ func TestFilterKeepsTheWorkspace(t *testing.T) {
 	f.Reset([3]float64{0.45, 0, 0.5})
 	out := make([]float32, 11)
 	p := make([]float32, 11)
-	p[DimWorldX] = 1 // 0.1 m a step toward the x limit at 0.5
+	p[action.DimWorldX] = 1 // 0.1 m a step toward the x limit at 0.5
 	v := f.Apply(out, p, 0.1)
-	if !v.Workspace || math.Abs(float64(out[DimWorldX])-0.5) > 1e-5 {
-		t.Errorf("first step: verdict %+v, world x %g, want 0.5 (the 5 cm left)", v, out[DimWorldX])
+	if !v.Workspace || math.Abs(float64(out[action.DimWorldX])-0.5) > 1e-5 {
+		t.Errorf("first step: verdict %+v, world x %g, want 0.5 (the 5 cm left)", v, out[action.DimWorldX])
 	}
 	for i := 0; i < 5; i++ {
 		f.Apply(out, p, 0.1)
 	}
-	if tx := f.Target()[0]; tx > 0.5 || out[DimWorldX] != 0 {
-		t.Errorf("target x %g, displacement %g at the wall", tx, out[DimWorldX])
+	if tx := f.Target()[0]; tx > 0.5 || out[action.DimWorldX] != 0 {
+		t.Errorf("target x %g, displacement %g at the wall", tx, out[action.DimWorldX])
 	}
-	p[DimWorldX] = -1
-	if v := f.Apply(out, p, 0.1); v.Workspace || out[DimWorldX] != -1 {
-		t.Errorf("moving away from the wall was cut: %+v %g", v, out[DimWorldX])
+	p[action.DimWorldX] = -1
+	if v := f.Apply(out, p, 0.1); v.Workspace || out[action.DimWorldX] != -1 {
+		t.Errorf("moving away from the wall was cut: %+v %g", v, out[action.DimWorldX])
 	}
 }
 
@@ -123,7 +125,7 @@ func TestFilterInvariants(t *testing.T) {
 	ws := &Workspace{Min: [3]float64{-1, -1, 0}, Max: [3]float64{1, 1, 1}, Scale: 0.05}
 	f := newTestFilter(t, SafetyConfig{MaxRate: rt1Rates(), Workspace: ws})
 	r := rand.New(rand.NewPCG(1, 2))
-	space := RT1()
+	space := action.RT1()
 	out, prev := make([]float32, 11), make([]float32, 11)
 	p := make([]float32, 11)
 	for step := 0; step < 5000; step++ {
@@ -150,7 +152,7 @@ func TestFilterInvariants(t *testing.T) {
 			}
 			// The workspace wins over the rate limit: at a wall the
 			// displacement drops to what is left, however sudden.
-			arm := i == DimWorldX || i == DimWorldY || i == DimWorldZ
+			arm := i == action.DimWorldX || i == action.DimWorldY || i == action.DimWorldZ
 			if len(d.Categories) == 0 && step > 0 && !(arm && v.Workspace) && math.Abs(x-float64(prev[i])) > 0.2+1e-6 {
 				t.Fatalf("step %d: %s jumped from %g to %g", step, d.Name, prev[i], x)
 			}
@@ -179,7 +181,7 @@ func TestNewFilterChecksConfig(t *testing.T) {
 		"scale":     {Workspace: &Workspace{Max: [3]float64{1, 1, 1}}},
 		"empty box": {Workspace: &Workspace{Scale: 1}},
 	} {
-		if _, err := NewFilter(RT1(), cfg); err == nil {
+		if _, err := NewFilter(action.RT1(), cfg); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

@@ -13,7 +13,7 @@ type Observation struct {
 	Height, Width int
 	Instruction   string
 	Step          int
-	// Proprio is the robot's proprioception (State.Proprio, policy.ArmProprio's
+	// Proprio is the robot's proprioception (State.Proprio, action.ArmProprio's
 	// layout), which a learned policy may read. It is reused by the next step.
 	Proprio []float32
 	// State is the privileged simulator state, for scripted experts. A
@@ -22,7 +22,7 @@ type Observation struct {
 }
 
 // Agent acts in closed loop: Reset at the start of each episode, then one
-// Act per step. The action (policy.RT1 layout) may be the agent's own
+// Act per step. The action (action.RT1 layout) may be the agent's own
 // buffer; it is used before the next Act.
 type Agent interface {
 	Reset(instruction string)

@@ -24,7 +24,7 @@ const LabelExpert = "expert"
 // Labeler is an Agent that labels each step with an action other than the
 // one it executes. RecordEpisode writes the label of each step to the
 // action topic, where other agents' executed actions go. Label returns the
-// label of the latest Act (policy.RT1 layout); the slice is the agent's own
+// label of the latest Act (action.RT1 layout); the slice is the agent's own
 // and is overwritten by the next Act.
 type Labeler interface {
 	Label() []float32

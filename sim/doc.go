@@ -40,7 +40,7 @@
 //
 // # Actions
 //
-// Step takes an action in the RT-1 layout of policy.RT1 (11 values; out of
+// Step takes an action in the RT-1 layout of action.RT1 (11 values; out of
 // range values are clamped, NaN is an error). The mode selects what acts:
 //
 //   - terminate: the episode ends; nothing moves.

@@ -7,7 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // Default image size: the RT-1 camera's 256 rows by 320 columns.
@@ -144,24 +144,24 @@ func (e *Episode) Observe(dst []byte) (string, error) {
 	return e.instruction, e.Render(dst)
 }
 
-// Step applies one RT-1 action (policy.RT1 layout, 11 values). Values
+// Step applies one RT-1 action (action.RT1 layout, 11 values). Values
 // outside a dimension's bounds are clamped; the mode is rounded to the
 // nearest category. NaN or Inf, a wrong length, or a step after the end are
 // errors. It reports whether the episode has ended.
-func (e *Episode) Step(action []float32) (done bool, err error) {
+func (e *Episode) Step(act []float32) (done bool, err error) {
 	if e.done {
 		return true, errors.New("sim: step after the episode ended")
 	}
-	if len(action) != len(rt1.Dims) {
-		return false, fmt.Errorf("sim: action has %d values, want %d (policy.RT1 layout)", len(action), len(rt1.Dims))
+	if len(act) != len(rt1.Dims) {
+		return false, fmt.Errorf("sim: action has %d values, want %d (action.RT1 layout)", len(act), len(rt1.Dims))
 	}
-	for i, v := range action {
+	for i, v := range act {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return false, fmt.Errorf("sim: action %s is %v", rt1.Dims[i].Name, v)
 		}
 		e.act[i] = rt1.Dims[i].Clamp(v)
 	}
-	e.act[policy.DimMode] = float32(rt1.Dims[policy.DimMode].Bin(action[policy.DimMode]))
+	e.act[action.DimMode] = float32(rt1.Dims[action.DimMode].Bin(act[action.DimMode]))
 	if err := e.s.Check(); err != nil { // the caller changed the live state
 		return false, err
 	}

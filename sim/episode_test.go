@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // episodeHash plays task/seed with a noisy expert and hashes every frame
@@ -134,12 +134,12 @@ func TestStepErrors(t *testing.T) {
 		t.Errorf("short action: error %v", err)
 	}
 	nan := armAct(0, 0, 0, 0)
-	nan[policy.DimWorldY] = float32(math.NaN())
+	nan[action.DimWorldY] = float32(math.NaN())
 	if _, err := ep.Step(nan); err == nil || !strings.Contains(err.Error(), "world_vector/y") {
 		t.Errorf("NaN action: error %v, want one naming world_vector/y", err)
 	}
 	inf := armAct(0, 0, 0, 0)
-	inf[policy.DimBaseYaw] = float32(math.Inf(-1))
+	inf[action.DimBaseYaw] = float32(math.Inf(-1))
 	if _, err := ep.Step(inf); err == nil || !strings.Contains(err.Error(), "base/yaw") {
 		t.Errorf("Inf action: error %v, want one naming base/yaw", err)
 	}
@@ -170,7 +170,7 @@ func TestStepClampsAndCaps(t *testing.T) {
 	s := ep.State()
 	e0 := s.EE
 	a := armAct(0, 0, 7, 0) // 7 units is clamped to 1
-	a[policy.DimMode] = 1.4 // rounds to arm
+	a[action.DimMode] = 1.4 // rounds to arm
 	ep.Step(a)
 	if !near(s.EE[2]-e0[2], ArmScale, 1e-12) {
 		t.Errorf("a clamped full-scale step moved the hand %v, want %v", s.EE[2]-e0[2], ArmScale)
@@ -205,7 +205,7 @@ func TestStepAndExpertAllocs(t *testing.T) {
 // TestExpertActionsInBounds checks every expert action against the RT-1
 // bounds, with noise.
 func TestExpertActionsInBounds(t *testing.T) {
-	space := policy.RT1()
+	space := action.RT1()
 	for _, task := range Tasks() {
 		for seed := range uint64(5) {
 			ep, _ := NewEpisode(task, seed, Options{})
@@ -220,10 +220,10 @@ func TestExpertActionsInBounds(t *testing.T) {
 						t.Fatalf("%s seed %d: %s = %v outside [%g, %g]", task.Name, seed, d.Name, v, d.Low, d.High)
 					}
 				}
-				if m := a[policy.DimMode]; m != 0 && m != 1 && m != 2 {
+				if m := a[action.DimMode]; m != 0 && m != 1 && m != 2 {
 					t.Fatalf("%s: mode %v is not a category", task.Name, m)
 				}
-				if a[policy.DimMode] == policy.ModeArm && math.Abs(float64(a[policy.DimWorldX])) > 1 {
+				if a[action.DimMode] == action.ModeArm && math.Abs(float64(a[action.DimWorldX])) > 1 {
 					t.Fatalf("%s: arm step beyond one unit", task.Name)
 				}
 				ep.Step(a)
@@ -241,15 +241,15 @@ func TestExpertUsesModes(t *testing.T) {
 	var modes []int
 	for !ep.Done() {
 		a := x.Act(ep.State())
-		modes = append(modes, int(a[policy.DimMode]))
+		modes = append(modes, int(a[action.DimMode]))
 		ep.Step(a)
 	}
-	if modes[0] != policy.ModeBase || modes[len(modes)-1] != policy.ModeTerminate {
+	if modes[0] != action.ModeBase || modes[len(modes)-1] != action.ModeTerminate {
 		t.Errorf("modes %v: want base first and terminate last", modes)
 	}
 	arm := 0
 	for _, m := range modes {
-		if m == policy.ModeArm {
+		if m == action.ModeArm {
 			arm++
 		}
 	}

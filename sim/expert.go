@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // Expert is a scripted controller that solves a task from the privileged
@@ -157,11 +157,11 @@ func (x *scripted) Act(s *State) []float32 {
 	}
 	x.plan(s)
 	x.drop(s)
-	switch rt1.Dims[policy.DimMode].Bin(x.act[policy.DimMode]) {
-	case policy.ModeArm:
-		x.noise(x.opts.Noise, policy.DimWorldX, policy.DimWorldY, policy.DimWorldZ)
-	case policy.ModeBase:
-		x.noise(x.opts.BaseNoise, policy.DimBaseX, policy.DimBaseY, policy.DimBaseYaw)
+	switch rt1.Dims[action.DimMode].Bin(x.act[action.DimMode]) {
+	case action.ModeArm:
+		x.noise(x.opts.Noise, action.DimWorldX, action.DimWorldY, action.DimWorldZ)
+	case action.ModeBase:
+		x.noise(x.opts.BaseNoise, action.DimBaseX, action.DimBaseY, action.DimBaseYaw)
 	}
 	for i, d := range rt1.Dims {
 		x.act[i] = d.Clamp(x.act[i])
@@ -182,8 +182,8 @@ func (x *scripted) drop(s *State) {
 		return
 	}
 	x.held++
-	if x.held > x.dropAfter && rt1.Dims[policy.DimMode].Bin(x.act[policy.DimMode]) == policy.ModeArm {
-		x.act[policy.DimGripper] = -1
+	if x.held > x.dropAfter && rt1.Dims[action.DimMode].Bin(x.act[action.DimMode]) == action.ModeArm {
+		x.act[action.DimGripper] = -1
 		x.grip = -1
 	}
 }
@@ -202,15 +202,15 @@ func (x *scripted) noise(sigma float64, a, b, c int) {
 // it is.
 func (x *scripted) hold(s *State) {
 	x.act = [11]float32{}
-	x.act[policy.DimMode] = policy.ModeArm
-	x.act[policy.DimGripper] = keepGrip(s)
+	x.act[action.DimMode] = action.ModeArm
+	x.act[action.DimGripper] = keepGrip(s)
 }
 
 // terminate sets the terminate action with gripper command grip.
 func (x *scripted) terminate(grip float32) {
 	x.act = [11]float32{}
-	x.act[policy.DimMode] = policy.ModeTerminate
-	x.act[policy.DimGripper] = grip
+	x.act[action.DimMode] = action.ModeTerminate
+	x.act[action.DimGripper] = grip
 }
 
 // keepGrip is the gripper command that keeps its closedness in s: the
@@ -321,11 +321,11 @@ func (x *scripted) baseTo(s *State, p Pose) bool {
 		return false
 	}
 	x.act = [11]float32{}
-	x.act[policy.DimMode] = policy.ModeBase
-	x.act[policy.DimGripper] = keepGrip(s)
-	x.act[policy.DimBaseX] = float32(d[0] / StepSeconds)
-	x.act[policy.DimBaseY] = float32(d[1] / StepSeconds)
-	x.act[policy.DimBaseYaw] = float32(dyaw / StepSeconds)
+	x.act[action.DimMode] = action.ModeBase
+	x.act[action.DimGripper] = keepGrip(s)
+	x.act[action.DimBaseX] = float32(d[0] / StepSeconds)
+	x.act[action.DimBaseY] = float32(d[1] / StepSeconds)
+	x.act[action.DimBaseYaw] = float32(dyaw / StepSeconds)
 	return true
 }
 
@@ -335,8 +335,8 @@ func (x *scripted) baseTo(s *State, p Pose) bool {
 func (x *scripted) moveTo(s *State, t Vec3, grip float32, fast bool) bool {
 	x.grip = grip
 	x.act = [11]float32{}
-	x.act[policy.DimMode] = policy.ModeArm
-	x.act[policy.DimGripper] = grip
+	x.act[action.DimMode] = action.ModeArm
+	x.act[action.DimGripper] = grip
 	e := s.EEWorld()
 	dw := t.Sub(e)
 	if math.Abs(dw[0]) < reachTol && math.Abs(dw[1]) < reachTol && math.Abs(dw[2]) < reachTol {
@@ -349,7 +349,7 @@ func (x *scripted) moveTo(s *State, t Vec3, grip float32, fast bool) bool {
 	}
 	db := rotZ(dw, -s.Base.Yaw)
 	for k := range 3 {
-		x.act[policy.DimWorldX+k] = float32(clamp(db[k]/ArmScale, -1, 1))
+		x.act[action.DimWorldX+k] = float32(clamp(db[k]/ArmScale, -1, 1))
 	}
 	return false
 }
@@ -436,7 +436,7 @@ func (x *scripted) close(s *State) {
 
 // zeroMotion clears the arm displacement of the current action.
 func (x *scripted) zeroMotion() {
-	x.act[policy.DimWorldX], x.act[policy.DimWorldY], x.act[policy.DimWorldZ] = 0, 0, 0
+	x.act[action.DimWorldX], x.act[action.DimWorldY], x.act[action.DimWorldZ] = 0, 0, 0
 }
 
 // release opens the gripper without moving.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // runExpert plays one episode of task with its scripted expert, without
@@ -84,7 +84,7 @@ func TestExpertBaseGoal(t *testing.T) {
 			x := ep.Expert(ExpertOptions{})
 			for !ep.Done() {
 				a := x.Act(ep.State())
-				if a[policy.DimMode] == policy.ModeArm {
+				if a[action.DimMode] == action.ModeArm {
 					b := ep.State().Base
 					if math.Abs(b.X-wantX) > baseTol || math.Abs(b.Y-startY) > baseTol || math.Abs(b.Yaw) > baseYawTol {
 						t.Errorf("%s seed %d: first arm action with the base at %+v; want x %.2f, y %.3f (the start), yaw 0",
@@ -113,10 +113,10 @@ func TestExpertArmUnderway(t *testing.T) {
 		moveArm bool
 		want    int // mode of the expert's next action
 	}{
-		{"arm moved, base a few degrees off", 0.08, true, policy.ModeArm},
-		{"arm moved, base the other way", -0.08, true, policy.ModeArm},
-		{"arm moved, base too far off", 0.2, true, policy.ModeBase},
-		{"arm at home, base a few degrees off", 0.08, false, policy.ModeBase},
+		{"arm moved, base a few degrees off", 0.08, true, action.ModeArm},
+		{"arm moved, base the other way", -0.08, true, action.ModeArm},
+		{"arm moved, base too far off", 0.2, true, action.ModeBase},
+		{"arm at home, base a few degrees off", 0.08, false, action.ModeBase},
 	}
 	for _, c := range cases {
 		for _, name := range []string{"pick", "drawer"} {
@@ -130,16 +130,16 @@ func TestExpertArmUnderway(t *testing.T) {
 					t.Fatal(err)
 				}
 				park := ep.Expert(ExpertOptions{})
-				for a := park.Act(ep.State()); a[policy.DimMode] != policy.ModeArm; a = park.Act(ep.State()) {
+				for a := park.Act(ep.State()); a[action.DimMode] != action.ModeArm; a = park.Act(ep.State()) {
 					if _, err := ep.Step(a); err != nil {
 						t.Fatal(err)
 					}
 				}
 				turn := make([]float32, 11)
-				turn[policy.DimMode], turn[policy.DimGripper] = policy.ModeBase, -1
-				turn[policy.DimBaseYaw] = float32(c.yaw / StepSeconds)
+				turn[action.DimMode], turn[action.DimGripper] = action.ModeBase, -1
+				turn[action.DimBaseYaw] = float32(c.yaw / StepSeconds)
 				lift := make([]float32, 11)
-				lift[policy.DimMode], lift[policy.DimGripper], lift[policy.DimWorldZ] = policy.ModeArm, -1, 0.5
+				lift[action.DimMode], lift[action.DimGripper], lift[action.DimWorldZ] = action.ModeArm, -1, 0.5
 				steps := [][]float32{turn}
 				if c.moveArm {
 					steps = append(steps, lift)
@@ -150,7 +150,7 @@ func TestExpertArmUnderway(t *testing.T) {
 					}
 				}
 				x := ep.Expert(ExpertOptions{}) // as in DAgger: it did not park the base itself
-				if got := int(x.Act(ep.State())[policy.DimMode]); got != c.want {
+				if got := int(x.Act(ep.State())[action.DimMode]); got != c.want {
 					t.Errorf("%s, %s seed %d: expert mode %d at base %+v, EE %v; want %d", c.name, name, seed, got, ep.State().Base, ep.State().EE, c.want)
 				}
 				for !ep.Done() {
@@ -197,12 +197,12 @@ func TestExpertLabelsFollowTheState(t *testing.T) {
 					}
 					compared++
 					a := label
-					if int(label[policy.DimMode]) == policy.ModeArm && r.Float64() < 0.3 {
+					if int(label[action.DimMode]) == action.ModeArm && r.Float64() < 0.3 {
 						disobeyed++
 						if r.Float64() < 0.5 {
-							a[policy.DimGripper] = -a[policy.DimGripper]
+							a[action.DimGripper] = -a[action.DimGripper]
 						} else {
-							a[policy.DimWorldX+r.IntN(3)] = float32(2*r.Float64() - 1)
+							a[action.DimWorldX+r.IntN(3)] = float32(2*r.Float64() - 1)
 						}
 					}
 					if _, err := ep.Step(a); err != nil {
@@ -256,7 +256,7 @@ func TestExpertDeliberateMistakes(t *testing.T) {
 		seeds = 15
 	}
 	speed := func(a []float32) float64 {
-		return math.Hypot(float64(a[policy.DimWorldX]), float64(a[policy.DimWorldY]))
+		return math.Hypot(float64(a[action.DimWorldX]), float64(a[action.DimWorldY]))
 	}
 	for _, tc := range []struct {
 		name     string
@@ -270,8 +270,8 @@ func TestExpertDeliberateMistakes(t *testing.T) {
 		{"miss", ExpertOptions{MissProb: 1}, ExpertOptions{MissProb: 0}, graspsSomething, 90,
 			func(t *testing.T, s *State, act, label []float32) bool {
 				if s.Grip > 0.99 && s.Grasp.Kind == GraspNone {
-					if label[policy.DimGripper] != -1 {
-						t.Errorf("step %d: closed on nothing, the noise-free expert labels gripper %v, want -1 (open)", s.Step, label[policy.DimGripper])
+					if label[action.DimGripper] != -1 {
+						t.Errorf("step %d: closed on nothing, the noise-free expert labels gripper %v, want -1 (open)", s.Step, label[action.DimGripper])
 					}
 					return true
 				}
@@ -279,7 +279,7 @@ func TestExpertDeliberateMistakes(t *testing.T) {
 			}},
 		{"drop", ExpertOptions{DropProb: 1}, ExpertOptions{DropProb: 0}, graspsSomething, 40,
 			func(t *testing.T, s *State, act, label []float32) bool {
-				return s.Grasp.Kind != GraspNone && act[policy.DimGripper] == -1 && label[policy.DimGripper] == 1
+				return s.Grasp.Kind != GraspNone && act[action.DimGripper] == -1 && label[action.DimGripper] == 1
 			}},
 		{"slow sweep", ExpertOptions{SlowSweepProb: 1}, ExpertOptions{SlowSweepProb: 0}, func(_ *testing.T, task *Task, _ uint64) bool { return task.Name == "knock" }, 90,
 			func(t *testing.T, s *State, act, label []float32) bool {

@@ -3,15 +3,16 @@ package sim
 import (
 	"strings"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/rosbag"
-	"github.com/ttmrobot/ttm/policy"
 )
 
-// ProprioLen is the length of the robot's proprioception (policy.ArmProprio).
-var ProprioLen = len(policy.ArmProprio)
+// ProprioLen is the length of the robot's proprioception (action.ArmProprio).
+var ProprioLen = len(action.ArmProprio)
 
 // Proprio writes what the robot senses of itself into dst (ProprioLen), in
-// policy.ArmProprio's layout: the end-effector in the base frame (what a
+// action.ArmProprio's layout: the end-effector in the base frame (what a
 // robot's forward kinematics gives from its joint states) and the
 // gripper's closedness. Unlike the rest of the state it is not privileged:
 // a robot knows it without looking.
@@ -22,4 +23,4 @@ func (s *State) Proprio(dst []float32) {
 
 // proprioLayout labels the proprio topic's values, as the node checks them.
 var proprioLayout = rosbag.MultiArrayLayout{Dim: []rosbag.MultiArrayDimension{
-	{Label: strings.Join(policy.ArmProprio, ";"), Size: uint32(len(policy.ArmProprio)), Stride: uint32(len(policy.ArmProprio))}}}
+	{Label: strings.Join(action.ArmProprio, ";"), Size: uint32(len(action.ArmProprio)), Stride: uint32(len(action.ArmProprio))}}}

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/rosbag"
-	"github.com/ttmrobot/ttm/policy"
 )
 
 // Topics names the topics of an episode bag. Relative names resolve in a
@@ -31,7 +32,7 @@ type Topics struct {
 	// (KeypointLabels), which only a simulator knows.
 	Keypoints string
 	// Proprio: std_msgs/Float32MultiArray, the robot's proprioception
-	// (State.Proprio, policy.ArmProprio's layout, labelled).
+	// (State.Proprio, action.ArmProprio's layout, labelled).
 	Proprio string
 }
 
@@ -152,7 +153,7 @@ const headcamFrame = "headcam"
 
 // actionLayout is the layout of the action topic: one dimension labelled
 // with the action space's names joined by ";" (node.ActionLabel).
-func actionLayout(space policy.ActionSpace) rosbag.MultiArrayLayout {
+func actionLayout(space action.Space) rosbag.MultiArrayLayout {
 	names := make([]string, len(space.Dims))
 	for i, d := range space.Dims {
 		names[i] = d.Name
@@ -328,7 +329,7 @@ func (r *bagRecorder) Act(obs *Observation) ([]float32, error) {
 	if l, ok := r.agent.(Labeler); ok {
 		rec = l.Label()
 		if len(rec) != len(rt1.Dims) {
-			return nil, fmt.Errorf("label of %d values, want %d (policy.RT1 layout)", len(rec), len(rt1.Dims))
+			return nil, fmt.Errorf("label of %d values, want %d (action.RT1 layout)", len(rec), len(rt1.Dims))
 		}
 		for i, v := range rec {
 			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {

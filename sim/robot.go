@@ -2,7 +2,7 @@ package sim
 
 // The robot: a round mobile base with an arm and a parallel gripper, and a
 // camera on its head. Its action is an RT-1 action vector
-// (policy.RT1()); one Step lasts StepSeconds.
+// (action.RT1()); one Step lasts StepSeconds.
 const (
 	// StepSeconds is the duration of one step (RT-1 ran at 3 Hz).
 	StepSeconds = 1.0 / 3

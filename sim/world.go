@@ -4,7 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // The kinematic rules of one step. Nothing here is dynamics: positions are
@@ -38,18 +38,18 @@ const (
 	collisionSlack = 1e-9
 )
 
-var rt1 = policy.RT1()
+var rt1 = action.RT1()
 
 // apply runs one step of action a (11 values, finite, within bounds). It
 // reports whether the action terminates the episode.
 func (s *State) apply(a []float32, r *rand.Rand) (terminate bool) {
-	switch rt1.Dims[policy.DimMode].Bin(a[policy.DimMode]) {
-	case policy.ModeTerminate:
+	switch rt1.Dims[action.DimMode].Bin(a[action.DimMode]) {
+	case action.ModeTerminate:
 		s.Terminated = true
 		return true
-	case policy.ModeArm:
+	case action.ModeArm:
 		s.armStep(a, r)
-	case policy.ModeBase:
+	case action.ModeBase:
 		s.baseStep(a, r)
 	}
 	return false
@@ -57,12 +57,12 @@ func (s *State) apply(a []float32, r *rand.Rand) (terminate bool) {
 
 func (s *State) armStep(a []float32, r *rand.Rand) {
 	prev := s.EEWorld()
-	d := Vec3{float64(a[policy.DimWorldX]), float64(a[policy.DimWorldY]), float64(a[policy.DimWorldZ])}.Scale(ArmScale)
+	d := Vec3{float64(a[action.DimWorldX]), float64(a[action.DimWorldY]), float64(a[action.DimWorldZ])}.Scale(ArmScale)
 	s.EE = clampBox(s.EE.Add(d), armMin, armMax)
-	for k, dim := range [3]int{policy.DimRoll, policy.DimPitch, policy.DimYaw} {
+	for k, dim := range [3]int{action.DimRoll, action.DimPitch, action.DimYaw} {
 		s.Rot[k] = clamp(s.Rot[k]+float64(a[dim]), -math.Pi/2, math.Pi/2)
 	}
-	target := (float64(a[policy.DimGripper]) + 1) / 2
+	target := (float64(a[action.DimGripper]) + 1) / 2
 	prevGrip := s.Grip
 	s.Grip = clamp(target, s.Grip-GripRate, s.Grip+GripRate)
 	s.Grip = clamp(s.Grip, 0, 1)
@@ -75,8 +75,8 @@ func (s *State) armStep(a []float32, r *rand.Rand) {
 
 func (s *State) baseStep(a []float32, r *rand.Rand) {
 	prev := s.EEWorld()
-	v := rotZ(Vec3{float64(a[policy.DimBaseX]), float64(a[policy.DimBaseY]), 0}, s.Base.Yaw).Scale(StepSeconds)
-	next := Pose{s.Base.X + v[0], s.Base.Y + v[1], wrapAngle(s.Base.Yaw + float64(a[policy.DimBaseYaw])*StepSeconds)}
+	v := rotZ(Vec3{float64(a[action.DimBaseX]), float64(a[action.DimBaseY]), 0}, s.Base.Yaw).Scale(StepSeconds)
+	next := Pose{s.Base.X + v[0], s.Base.Y + v[1], wrapAngle(s.Base.Yaw + float64(a[action.DimBaseYaw])*StepSeconds)}
 	if !s.baseFree(next) {
 		f := s.baseFreeFraction(v)
 		next.X, next.Y = s.Base.X+f*v[0], s.Base.Y+f*v[1]

@@ -5,23 +5,23 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 )
 
 // armAct returns an arm-mode action: displacement (x, y, z) and gripper g.
 func armAct(x, y, z, g float32) []float32 {
 	a := make([]float32, 11)
-	a[policy.DimMode] = policy.ModeArm
-	a[policy.DimWorldX], a[policy.DimWorldY], a[policy.DimWorldZ] = x, y, z
-	a[policy.DimGripper] = g
+	a[action.DimMode] = action.ModeArm
+	a[action.DimWorldX], a[action.DimWorldY], a[action.DimWorldZ] = x, y, z
+	a[action.DimGripper] = g
 	return a
 }
 
 // baseAct returns a base-mode action: velocities vx, vy (m/s), yaw rate w.
 func baseAct(vx, vy, w float32) []float32 {
 	a := make([]float32, 11)
-	a[policy.DimMode] = policy.ModeBase
-	a[policy.DimBaseX], a[policy.DimBaseY], a[policy.DimBaseYaw] = vx, vy, w
+	a[action.DimMode] = action.ModeBase
+	a[action.DimBaseX], a[action.DimBaseY], a[action.DimBaseYaw] = vx, vy, w
 	return a
 }
 
@@ -84,7 +84,7 @@ func TestModeSelectsDimensions(t *testing.T) {
 	t.Run("arm ignores base", func(t *testing.T) {
 		s := newTestState(Vec3{0.4, 0, 1.1})
 		a := append([]float32(nil), all...)
-		a[policy.DimMode] = policy.ModeArm
+		a[action.DimMode] = action.ModeArm
 		steps(s, 1, a)
 		if s.Base != (Pose{}) {
 			t.Errorf("base moved in arm mode: %+v", s.Base)
@@ -96,7 +96,7 @@ func TestModeSelectsDimensions(t *testing.T) {
 	t.Run("base ignores arm", func(t *testing.T) {
 		s := newTestState(Vec3{0.4, 0, 1.1})
 		a := append([]float32(nil), all...)
-		a[policy.DimMode] = policy.ModeBase
+		a[action.DimMode] = action.ModeBase
 		steps(s, 1, a)
 		if s.EE != (Vec3{0.4, 0, 1.1}) || s.Grip != 0 || s.Rot != (Vec3{}) {
 			t.Errorf("arm changed in base mode: hand %v grip %v rot %v", s.EE, s.Grip, s.Rot)
@@ -111,7 +111,7 @@ func TestModeSelectsDimensions(t *testing.T) {
 	t.Run("terminate moves nothing", func(t *testing.T) {
 		s := newTestState(Vec3{0.4, 0, 1.1})
 		a := append([]float32(nil), all...)
-		a[policy.DimMode] = policy.ModeTerminate
+		a[action.DimMode] = action.ModeTerminate
 		r := rand.New(rand.NewPCG(1, 1))
 		if !s.apply(a, r) || !s.Terminated {
 			t.Error("terminate did not end the episode")

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
@@ -58,7 +60,7 @@ func armPolicy(t *testing.T, preset string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bias[policy.ModeArm] = 1e3 // the mode's logits come first
+	bias[action.ModeArm] = 1e3 // the mode's logits come first
 	f.Tensors[name] = safetensors.FromFloat32(bias, len(bias))
 	if err := safetensors.WriteFile(out, f); err != nil {
 		t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
@@ -148,10 +150,10 @@ type stepReport struct {
 
 // replayOffline runs the policy over the episode from a fresh state. With
 // gate, the policy's and the recorded actions are compared after RT-1's
-// mode gating (policy.GateMode), as the node would publish them.
+// mode gating (action.GateMode), as the node would publish them.
 func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*replayReport, error) {
 	pre := p.Spec().Vision.Preprocess
-	if gate && policy.RT1().CompareLayout(p.ActionSpace()) != nil {
+	if gate && action.RT1().CompareLayout(p.ActionSpace()) != nil {
 		return nil, fmt.Errorf("the policy's action space is not RT-1's, so RT-1's mode gating does not apply: use --raw")
 	}
 	if ep.Info.Height != pre.Height || ep.Info.Width != pre.Width {
@@ -165,7 +167,7 @@ func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*repla
 	sameBin := make([]int, n)
 	st := p.NewState()
 	obs := policy.Observation{Instruction: ep.Info.Instruction}
-	action := make([]float32, n)
+	out := make([]float32, n)
 	want := make([]float32, n)
 	var busy time.Duration
 	for k, s := range ep.Steps {
@@ -179,13 +181,13 @@ func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*repla
 			return nil, fmt.Errorf("step %d: %w", k, err)
 		}
 		obs.Frame, obs.Proprio = frame, s.Proprio
-		if err := p.Step(&obs, st, action); err != nil {
+		if err := p.Step(&obs, st, out); err != nil {
 			return nil, fmt.Errorf("step %d: %w", k, err)
 		}
 		busy += time.Since(t)
-		sr := stepReport{Step: k, Stamp: s.Stamp, Action: slices.Clone(action), Raw: slices.Clone(action), Recorded: s.Action, MemoryHash: fmt.Sprintf("%016x", st.Hash())}
+		sr := stepReport{Step: k, Stamp: s.Stamp, Action: slices.Clone(out), Raw: slices.Clone(out), Recorded: s.Action, MemoryHash: fmt.Sprintf("%016x", st.Hash())}
 		if gate {
-			policy.GateMode(sr.Action)
+			action.GateMode(sr.Action)
 		}
 		rep.PerStep = append(rep.PerStep, sr)
 		if s.Action == nil {
@@ -193,7 +195,7 @@ func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*repla
 		}
 		copy(want, s.Action)
 		if gate {
-			policy.GateMode(want)
+			action.GateMode(want)
 		}
 		rep.Compared++
 		for i, d := range space.Dims {

@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -86,7 +87,7 @@ func TestReplayExpertErrors(t *testing.T) {
 		t.Fatalf("record: exit %d: %s", code, stderr)
 	}
 	bag := filepath.Join(dir, sim.EpisodeFile("knock", 1))
-	space := policy.RT1()
+	space := action.RT1()
 	for _, raw := range []bool{false, true} {
 		args := []string{bag, "--policy", ckpt}
 		if raw {
@@ -122,7 +123,7 @@ func TestReplayExpertErrors(t *testing.T) {
 		if math.Abs(rep.MeanBinAccuracy-acc/11) > 1e-12 {
 			t.Errorf("mean bin accuracy %v, want %v", rep.MeanBinAccuracy, acc/11)
 		}
-		if rep.Dims[policy.DimMode].MAE == 0 {
+		if rep.Dims[action.DimMode].MAE == 0 {
 			t.Error("an untrained policy matches the expert's modes exactly")
 		}
 	}
@@ -137,13 +138,13 @@ func TestReplayExpertErrors(t *testing.T) {
 // gated is dimension i of a after RT-1's mode gating: arm mode keeps the
 // arm and gripper, base mode the base and gripper, terminate the gripper.
 func gated(a []float32, i int) float32 {
-	mode := int(math.Round(float64(a[policy.DimMode])))
+	mode := int(math.Round(float64(a[action.DimMode])))
 	switch {
-	case i == policy.DimMode || i == policy.DimGripper:
+	case i == action.DimMode || i == action.DimGripper:
 		return a[i]
-	case i >= policy.DimWorldX && i <= policy.DimYaw && mode == policy.ModeArm:
+	case i >= action.DimWorldX && i <= action.DimYaw && mode == action.ModeArm:
 		return a[i]
-	case i >= policy.DimBaseYaw && i <= policy.DimBaseY && mode == policy.ModeBase:
+	case i >= action.DimBaseYaw && i <= action.DimBaseY && mode == action.ModeBase:
 		return a[i]
 	}
 	return 0

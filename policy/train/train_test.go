@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 )
@@ -83,8 +85,8 @@ func syntheticEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episo
 				}
 			}
 			a := make([]float32, p.ActionSpace().Len())
-			a[policy.DimMode] = policy.ModeBase
-			a[policy.DimBaseX] = 0.8 * sign
+			a[action.DimMode] = action.ModeBase
+			a[action.DimBaseX] = 0.8 * sign
 			ep.Actions = append(ep.Actions, a...)
 		}
 		eps = append(eps, ep)
@@ -651,7 +653,7 @@ func TestCacheKeyCountsPatches(t *testing.T) {
 func proprioPolicy(t *testing.T) *policy.Policy {
 	t.Helper()
 	return presetPolicy(t, filepath.Join(sharedDir, "proprio.safetensors"), func(s *policy.Spec) {
-		s.Policy.Proprio = policy.ArmProprio
+		s.Policy.Proprio = action.ArmProprio
 		s.TTM.InputTokens++
 	})
 }
@@ -672,9 +674,9 @@ func proprioEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode
 			z := float32(2*r.IntN(2)-1) + float32(r.NormFloat64()*0.1)
 			ep.Proprio = append(ep.Proprio, 0.5, 0, z, 0)
 			if z < 0 {
-				ep.Actions[t*na+policy.DimBaseX] = -0.8
+				ep.Actions[t*na+action.DimBaseX] = -0.8
 			} else {
-				ep.Actions[t*na+policy.DimBaseX] = 0.8
+				ep.Actions[t*na+action.DimBaseX] = 0.8
 			}
 		}
 	}

@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/internal/atomicfile"
-	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -43,10 +44,10 @@ type agreementTally struct {
 	fail                           failureTally
 }
 
-var rt1 = policy.RT1()
+var rt1 = action.RT1()
 
 // actionMode is the mode an RT-1 action selects.
-func actionMode(a []float32) int { return rt1.Dims[policy.DimMode].Bin(a[policy.DimMode]) }
+func actionMode(a []float32) int { return rt1.Dims[action.DimMode].Bin(a[action.DimMode]) }
 
 // add compares the agent's action act on state s with the expert's, which
 // it returns (the expert's buffer, valid until the next add).
@@ -59,17 +60,17 @@ func (t *agreementTally) add(s *sim.State, act []float32) []float32 {
 		return label
 	}
 	t.modeMatch++
-	if m != policy.ModeArm {
+	if m != action.ModeArm {
 		return label
 	}
 	t.armSteps++
 	var d2 float64
-	for k := policy.DimWorldX; k <= policy.DimWorldZ; k++ {
+	for k := action.DimWorldX; k <= action.DimWorldZ; k++ {
 		d := float64(act[k] - label[k])
 		d2 += d * d
 	}
 	t.armError += math.Sqrt(d2)
-	if (act[policy.DimGripper] >= 0) == (label[policy.DimGripper] >= 0) {
+	if (act[action.DimGripper] >= 0) == (label[action.DimGripper] >= 0) {
 		t.gripMatch++
 	}
 	return label

@@ -11,7 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -26,13 +27,13 @@ func (e *fixedExpert) Act(*sim.State) []float32 {
 
 func rt1Action(mode int, wx, wy, wz, grip float32) []float32 {
 	a := make([]float32, 11)
-	a[policy.DimMode], a[policy.DimGripper] = float32(mode), grip
-	a[policy.DimWorldX], a[policy.DimWorldY], a[policy.DimWorldZ] = wx, wy, wz
+	a[action.DimMode], a[action.DimGripper] = float32(mode), grip
+	a[action.DimWorldX], a[action.DimWorldY], a[action.DimWorldZ] = wx, wy, wz
 	return a
 }
 
 func TestExpertAgreementByHand(t *testing.T) {
-	const arm, base, stop = policy.ModeArm, policy.ModeBase, policy.ModeTerminate
+	const arm, base, stop = action.ModeArm, action.ModeBase, action.ModeTerminate
 	steps := []struct{ agent, expert []float32 }{
 		{rt1Action(arm, 1, 0, 0, 1), rt1Action(arm, 0, 0, 0, 1)},      // arm error 1, grip agrees
 		{rt1Action(arm, 0.3, 0.4, 0, -1), rt1Action(arm, 0, 0, 0, 1)}, // arm error 0.5, grip disagrees

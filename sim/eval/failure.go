@@ -1,7 +1,7 @@
 package eval
 
 import (
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -56,19 +56,19 @@ type failureTally struct {
 // add records the agent's action act and the expert's label on state s.
 func (f *failureTally) add(s *sim.State, act, label []float32) {
 	am, em := actionMode(act), actionMode(label)
-	if am == policy.ModeArm && em == policy.ModeBase {
+	if am == action.ModeArm && em == action.ModeBase {
 		f.armBeforeBase++
 	}
 	held := s.Grasp.Kind != sim.GraspNone
 	f.grasped = f.grasped || held
 	f.closedEmpty = f.closedEmpty || !held && s.Grip >= 0.99
-	agentCloses, expertCloses := act[policy.DimGripper] > 0, label[policy.DimGripper] > 0
+	agentCloses, expertCloses := act[action.DimGripper] > 0, label[action.DimGripper] > 0
 	f.agentClosed = f.agentClosed || agentCloses || s.Grip > 0
 	f.expertClosed = f.expertClosed || expertCloses
-	if held && am != policy.ModeTerminate && !agentCloses && expertCloses {
+	if held && am != action.ModeTerminate && !agentCloses && expertCloses {
 		f.letGo = true
 	}
-	f.stoppedEarly = am == policy.ModeTerminate && em != policy.ModeTerminate
+	f.stoppedEarly = am == action.ModeTerminate && em != action.ModeTerminate
 }
 
 // addTarget records a frame's target keypoint error errPx (pixels, as

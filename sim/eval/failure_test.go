@@ -5,14 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/sim"
 )
 
 // TestFailureCause: each cause is named by the decisions that make it,
 // and the first that fits wins.
 func TestFailureCause(t *testing.T) {
-	const arm, base, stop = policy.ModeArm, policy.ModeBase, policy.ModeTerminate
+	const arm, base, stop = action.ModeArm, action.ModeBase, action.ModeTerminate
 	open, closed := float32(-1), float32(1)
 	free := &sim.State{}
 	holding := &sim.State{Grip: 1, Grasp: sim.Grasp{Kind: sim.GraspObject}}
@@ -89,8 +90,8 @@ func (a *butterfingers) Reset(instruction string) { a.x.Reset(instruction) }
 func (a *butterfingers) Act(obs *sim.Observation) ([]float32, error) {
 	act, err := a.x.Act(obs)
 	if a.x.ep.State().Grasp.Kind != sim.GraspNone {
-		act[policy.DimGripper] = -1
-		act[policy.DimWorldX], act[policy.DimWorldY], act[policy.DimWorldZ] = 0, 0, 0
+		act[action.DimGripper] = -1
+		act[action.DimWorldX], act[action.DimWorldY], act[action.DimWorldZ] = 0, 0, 0
 	}
 	return act, err
 }

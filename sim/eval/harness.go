@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/policy"
@@ -286,7 +288,7 @@ type worker struct {
 
 func newWorker(cfg *Config) *worker {
 	return &worker{cfg: cfg, players: map[int]Player{}, img: make([]byte, cfg.Height*cfg.Width*3),
-		held: make([]float32, policy.RT1().Len()), next: make([]float32, policy.RT1().Len())}
+		held: make([]float32, action.RT1().Len()), next: make([]float32, action.RT1().Len())}
 }
 
 func (w *worker) close() {
@@ -365,11 +367,11 @@ func (w *worker) play(j job) (EpisodeResult, *RunTiming, error) {
 
 // HoldAction writes the action applied before an agent's first action
 // takes effect under latency: arm mode, no motion, the gripper open as at
-// the start of an episode (policy.RT1 layout).
+// the start of an episode (action.RT1 layout).
 func HoldAction(dst []float32) {
 	clear(dst)
-	dst[policy.DimMode] = policy.ModeArm
-	dst[policy.DimGripper] = -1
+	dst[action.DimMode] = action.ModeArm
+	dst[action.DimGripper] = -1
 }
 
 // playEpisode plays ep to the end with agent under latency lat (see

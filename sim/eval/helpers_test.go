@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -112,6 +114,6 @@ type terminator struct{ act [11]float32 }
 func (*terminator) Reset(string) {}
 func (a *terminator) Act(*sim.Observation) ([]float32, error) {
 	a.act = [11]float32{}
-	a.act[policy.DimMode] = policy.ModeTerminate
+	a.act[action.DimMode] = action.ModeTerminate
 	return a.act[:], nil
 }

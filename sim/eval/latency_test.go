@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -61,11 +62,11 @@ func (a *scripted) Act(o *sim.Observation) ([]float32, error) {
 // turns with k, the gripper open.
 func scriptedAction(k int) []float32 {
 	a := make([]float32, 11)
-	a[policy.DimMode] = policy.ModeArm
-	a[policy.DimWorldX] = float32(0.6 * math.Sin(0.7*float64(k)))
-	a[policy.DimWorldY] = float32(0.6 * math.Cos(0.7*float64(k)))
-	a[policy.DimWorldZ] = 0.2
-	a[policy.DimGripper] = -1
+	a[action.DimMode] = action.ModeArm
+	a[action.DimWorldX] = float32(0.6 * math.Sin(0.7*float64(k)))
+	a[action.DimWorldY] = float32(0.6 * math.Cos(0.7*float64(k)))
+	a[action.DimWorldZ] = 0.2
+	a[action.DimGripper] = -1
 	return a
 }
 

@@ -14,9 +14,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -82,7 +83,7 @@ type OfflineEpisode struct {
 // ActionError is the per-step action error over a set of steps. A
 // dimension is scored only on the steps whose recorded mode uses it (RT-1's
 // arm deltas in arm mode, base velocities in base mode; see
-// policy.ActionSpace.Gated), as the trainer's loss is: elsewhere the node
+// action.Space.Gated), as the trainer's loss is: elsewhere the node
 // publishes zero whatever the head says.
 type ActionError struct {
 	Steps int `json:"steps"`
@@ -97,21 +98,21 @@ type ActionError struct {
 
 // errorSums accumulates ActionError over steps of one action space.
 type errorSums struct {
-	space  policy.ActionSpace
+	space  action.Space
 	steps  int
 	scored []int
 	absSum []float64
 	hits   []int
 }
 
-func newErrorSums(space policy.ActionSpace) *errorSums {
+func newErrorSums(space action.Space) *errorSums {
 	n := space.Len()
 	return &errorSums{space: space, scored: make([]int, n), absSum: make([]float64, n), hits: make([]int, n)}
 }
 
 // add scores one step: pred and rec in the action space's layout.
 func (s *errorSums) add(pred, rec []float32) {
-	mode := int(math.Round(float64(rec[policy.DimMode]))) // as policy.Learner's mode-gated loss reads it
+	mode := int(math.Round(float64(rec[action.DimMode]))) // as policy.Learner's mode-gated loss reads it
 	for i, d := range s.space.Dims {
 		if s.space.Gated(i, mode) {
 			continue
@@ -192,7 +193,7 @@ func EvaluateOffline(ctx context.Context, cfg OfflineConfig) (*OfflineLedger, er
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("eval: offline: no episodes of the chosen tasks in %s (%d episodes)", cfg.Data, len(ix.Episodes))
 	}
-	space := policy.RT1()
+	space := action.RT1()
 	led := &OfflineLedger{Version: LedgerVersion, Data: filepath.Clean(cfg.Data)}
 	for _, d := range space.Dims {
 		led.Dims = append(led.Dims, d.Name)

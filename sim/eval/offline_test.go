@@ -11,32 +11,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
+
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
 // Hand-computed scores of two steps.
 func TestErrorSums(t *testing.T) {
-	space := policy.RT1()
+	space := action.RT1()
 	s := newErrorSums(space)
 	pred := make([]float32, 11)
 	rec := make([]float32, 11)
 	// Step 1: mode arm vs arm; x 0.5 vs 0.25 (|d| 0.25, bins 191 vs 159);
 	// gripper 1 vs 3 (recorded value clamped to 1: no error, same bin).
-	pred[policy.DimMode], rec[policy.DimMode] = 1, 1
-	pred[policy.DimWorldX], rec[policy.DimWorldX] = 0.5, 0.25
-	pred[policy.DimGripper], rec[policy.DimGripper] = 1, 3
+	pred[action.DimMode], rec[action.DimMode] = 1, 1
+	pred[action.DimWorldX], rec[action.DimWorldX] = 0.5, 0.25
+	pred[action.DimGripper], rec[action.DimGripper] = 1, 3
 	s.add(pred, rec)
 	// Step 2: mode terminate vs base (|d| 2, other category); x 0.5 vs
 	// 0.5, but a base step does not score the arm; gripper 1 vs 1; base y
 	// 0.3 vs 0.
-	pred[policy.DimMode], rec[policy.DimMode] = 0, 2
-	rec[policy.DimWorldX] = 0.5
-	rec[policy.DimGripper] = 1
-	pred[policy.DimBaseY] = 0.3
+	pred[action.DimMode], rec[action.DimMode] = 0, 2
+	rec[action.DimWorldX] = 0.5
+	rec[action.DimGripper] = 1
+	pred[action.DimBaseY] = 0.3
 	s.add(pred, rec)
 	// Step 3: arm vs arm; x 0.5 vs 0.5; base y not scored.
-	pred[policy.DimMode], rec[policy.DimMode] = 1, 1
+	pred[action.DimMode], rec[action.DimMode] = 1, 1
 	s.add(pred, rec)
 	e := s.result()
 	if e.Steps != 3 {
@@ -51,11 +53,11 @@ func TestErrorSums(t *testing.T) {
 			t.Errorf("%s: MAE %g, accuracy %v; want %g and %g", space.Dims[dim].Name, e.MAE[dim], e.BinAccuracy[dim], mae, acc)
 		}
 	}
-	check(policy.DimMode, 2.0/3, 2.0/3) // (0 + 2 + 0)/3; 2 of 3 categories right
-	check(policy.DimWorldX, 0.125, 0.5) // (0.25 + 0)/2 over the arm steps; bins differ once
-	check(policy.DimGripper, 0, 1)      // clamped, equal
-	check(policy.DimBaseY, 0.3, 0)      // the base step alone
-	if s.space.Dims[policy.DimWorldX].Bin(0.5) == s.space.Dims[policy.DimWorldX].Bin(0.25) {
+	check(action.DimMode, 2.0/3, 2.0/3) // (0 + 2 + 0)/3; 2 of 3 categories right
+	check(action.DimWorldX, 0.125, 0.5) // (0.25 + 0)/2 over the arm steps; bins differ once
+	check(action.DimGripper, 0, 1)      // clamped, equal
+	check(action.DimBaseY, 0.3, 0)      // the base step alone
+	if s.space.Dims[action.DimWorldX].Bin(0.5) == s.space.Dims[action.DimWorldX].Bin(0.25) {
 		t.Fatal("test premise: 0.5 and 0.25 share a bin")
 	}
 }
@@ -117,7 +119,7 @@ func TestOffline(t *testing.T) {
 			t.Errorf("%s: %d steps in %d episodes, families %v; want %d steps of pick and cue_pick", r.Name, r.Overall.Steps, len(r.Episodes), keys(r.PerFamily), want)
 		}
 		for i, m := range r.Overall.MAE {
-			d := policy.RT1().Dims[i]
+			d := action.RT1().Dims[i]
 			if m < 0 || m > d.High-d.Low || r.Overall.BinAccuracy[i] == nil || *r.Overall.BinAccuracy[i] < 0 || *r.Overall.BinAccuracy[i] > 1 {
 				t.Errorf("%s %s: MAE %g, accuracy %v", r.Name, d.Name, m, r.Overall.BinAccuracy[i])
 			}
@@ -142,11 +144,11 @@ func TestOffline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if math.Round(float64(st.Action[policy.DimMode])) == policy.ModeArm {
-			absX += math.Abs(float64(pred[policy.DimWorldX]) - float64(st.Action[policy.DimWorldX]))
+		if math.Round(float64(st.Action[action.DimMode])) == action.ModeArm {
+			absX += math.Abs(float64(pred[action.DimWorldX]) - float64(st.Action[action.DimWorldX]))
 			armSteps++
 		}
-		if math.Round(float64(pred[policy.DimMode])) == math.Round(float64(st.Action[policy.DimMode])) {
+		if math.Round(float64(pred[action.DimMode])) == math.Round(float64(st.Action[action.DimMode])) {
 			modeHits++
 		}
 		copy(agent.State().Prev, st.Action)
@@ -156,8 +158,8 @@ func TestOffline(t *testing.T) {
 	if armSteps == 0 || armSteps == len(rec.Steps) {
 		t.Fatalf("test premise: %d of %d recorded steps in arm mode", armSteps, len(rec.Steps))
 	}
-	if math.Abs(got.MAE[policy.DimWorldX]-absX/float64(armSteps)) > 1e-9 || math.Abs(*got.BinAccuracy[policy.DimMode]-float64(modeHits)/n) > 1e-12 {
-		t.Errorf("episode 0: x MAE %g, mode accuracy %g; by hand %g and %g", got.MAE[policy.DimWorldX], *got.BinAccuracy[policy.DimMode], absX/float64(armSteps), float64(modeHits)/n)
+	if math.Abs(got.MAE[action.DimWorldX]-absX/float64(armSteps)) > 1e-9 || math.Abs(*got.BinAccuracy[action.DimMode]-float64(modeHits)/n) > 1e-12 {
+		t.Errorf("episode 0: x MAE %g, mode accuracy %g; by hand %g and %g", got.MAE[action.DimWorldX], *got.BinAccuracy[action.DimMode], absX/float64(armSteps), float64(modeHits)/n)
 	}
 
 	// Deterministic, and written.
@@ -184,7 +186,7 @@ func TestOffline(t *testing.T) {
 	// A regressed arm scores on the same recordings: its arm has an error
 	// and no bin accuracy, its binned dimensions keep theirs.
 	spec := tinySpec(t)
-	spec.Policy.ActionSpace = policy.RT1ContinuousArm()
+	spec.Policy.ActionSpace = action.RT1ContinuousArm()
 	contPath := filepath.Join(t.TempDir(), "continuous.safetensors")
 	if err := policy.Create(spec, 5, "", contPath, nil); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package policy
+package action
 
 import (
 	"math"
@@ -72,17 +72,17 @@ func TestBinning(t *testing.T) {
 func TestActionSpaceValidateAndCompare(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		edit func(*ActionSpace)
+		edit func(*Space)
 		want string
 	}{
-		{"empty", func(s *ActionSpace) { s.Dims = nil }, "no dimensions"},
-		{"no name", func(s *ActionSpace) { s.Dims[1].Name = "" }, "has no name"},
-		{"twice", func(s *ActionSpace) { s.Dims[2].Name = s.Dims[1].Name }, "used twice"},
-		{"bounds", func(s *ActionSpace) { s.Dims[3].Low = 2 }, "not a finite interval"},
-		{"one bin", func(s *ActionSpace) { s.Dims[3].Bins = 1 }, "1 bins"},
-		{"categories", func(s *ActionSpace) { s.Dims[0].Bins = 4 }, "3 categories need 3 bins"},
-		{"stop", func(s *ActionSpace) { s.Dims[4].Stop = "brake" }, `stop mode "brake"`},
-		{"zero outside", func(s *ActionSpace) { s.Dims[4].Low, s.Dims[4].High = 1, 2 }, "0 is outside"},
+		{"empty", func(s *Space) { s.Dims = nil }, "no dimensions"},
+		{"no name", func(s *Space) { s.Dims[1].Name = "" }, "has no name"},
+		{"twice", func(s *Space) { s.Dims[2].Name = s.Dims[1].Name }, "used twice"},
+		{"bounds", func(s *Space) { s.Dims[3].Low = 2 }, "not a finite interval"},
+		{"one bin", func(s *Space) { s.Dims[3].Bins = 1 }, "1 bins"},
+		{"categories", func(s *Space) { s.Dims[0].Bins = 4 }, "3 categories need 3 bins"},
+		{"stop", func(s *Space) { s.Dims[4].Stop = "brake" }, `stop mode "brake"`},
+		{"zero outside", func(s *Space) { s.Dims[4].Low, s.Dims[4].High = 1, 2 }, "0 is outside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := RT1()
@@ -151,7 +151,7 @@ func TestRT1ContinuousArm(t *testing.T) {
 	moreBins := RT1()
 	moreBins.Dims[DimMode].Bins, moreBins.Dims[DimMode].High = 4, 3
 	moreBins.Dims[DimMode].Categories = append(moreBins.Dims[DimMode].Categories, "fourth")
-	for _, o := range []ActionSpace{moreBins, func() ActionSpace { s := RT1ContinuousArm(); s.Dims[DimWorldZ].High = 2; return s }()} {
+	for _, o := range []Space{moreBins, func() Space { s := RT1ContinuousArm(); s.Dims[DimWorldZ].High = 2; return s }()} {
 		if err := b.CompareLayout(o); err == nil {
 			t.Errorf("CompareLayout accepts %v", o.Dims)
 		}

@@ -1,4 +1,4 @@
-package policy
+package action
 
 import (
 	"errors"
@@ -34,9 +34,9 @@ const (
 	StopZero StopMode = "zero"
 )
 
-// ActionSpace is the layout of the action vector, stored in the checkpoint
+// Space is the layout of the action vector, stored in the checkpoint
 // so a node refuses to act with a policy trained for another layout.
-type ActionSpace struct {
+type Space struct {
 	Dims []Dimension `json:"dims"`
 }
 
@@ -67,11 +67,11 @@ const (
 // end-effector displacement x, y, z in [-1, 1], rotation deltas roll, pitch,
 // yaw in [-π/2, π/2], the gripper in [-1, 1], the base yaw rate in [-π, π] and
 // base velocity x, y in [-1, 1], each of the continuous ones in 256 bins.
-func RT1() ActionSpace {
+func RT1() Space {
 	d := func(name string, lo, hi float64, stop StopMode) Dimension {
 		return Dimension{Name: name, Low: lo, High: hi, Bins: 256, Stop: stop}
 	}
-	s := ActionSpace{Dims: make([]Dimension, rt1Dims)}
+	s := Space{Dims: make([]Dimension, rt1Dims)}
 	s.Dims[DimMode] = Dimension{Name: "mode", Low: 0, High: 2, Bins: 3,
 		Categories: []string{"terminate", "arm", "base"}, Stop: StopHold}
 	s.Dims[DimWorldX] = d("world_vector/x", -1, 1, StopZero)
@@ -95,7 +95,7 @@ func RT1() ActionSpace {
 // hand stops a few centimetres from where the expert would have put it. A
 // regressed displacement is the demonstrations' conditional mean, and
 // follows the correction.
-func RT1ContinuousArm() ActionSpace {
+func RT1ContinuousArm() Space {
 	s := RT1()
 	for _, i := range []int{DimWorldX, DimWorldY, DimWorldZ} {
 		s.Dims[i].Bins = 0
@@ -104,10 +104,10 @@ func RT1ContinuousArm() ActionSpace {
 }
 
 // Len is the number of dimensions.
-func (s ActionSpace) Len() int { return len(s.Dims) }
+func (s Space) Len() int { return len(s.Dims) }
 
 // Validate reports the first dimension that is unusable.
-func (s ActionSpace) Validate() error {
+func (s Space) Validate() error {
 	if len(s.Dims) == 0 {
 		return errors.New("action space has no dimensions")
 	}
@@ -137,16 +137,16 @@ func (s ActionSpace) Validate() error {
 // Compare returns nil if s and o are the same action space, heads
 // included (a dimension's bins), else an error naming the first difference.
 // A checkpoint uses it to refuse parameters of another head.
-func (s ActionSpace) Compare(o ActionSpace) error { return s.compare(o, true) }
+func (s Space) Compare(o Space) error { return s.compare(o, true) }
 
 // CompareLayout returns nil if s and o publish the same values: the same
 // dimensions with the same names, bounds, categories and stop modes. Whether
 // a continuous dimension is predicted in bins or regressed is the policy's
 // business, not its consumer's: a node, a replay and a recorded dataset
 // take either. It names the first difference.
-func (s ActionSpace) CompareLayout(o ActionSpace) error { return s.compare(o, false) }
+func (s Space) CompareLayout(o Space) error { return s.compare(o, false) }
 
-func (s ActionSpace) compare(o ActionSpace, heads bool) error {
+func (s Space) compare(o Space, heads bool) error {
 	if len(s.Dims) != len(o.Dims) {
 		return fmt.Errorf("action space has %d dimensions, expected %d", len(o.Dims), len(s.Dims))
 	}
@@ -218,7 +218,7 @@ func GateMode(a []float32) int {
 // Gated reports whether dimension i is one that mode gates out (see
 // GateMode) in an RT-1 layout: the arm's deltas outside arm mode, the
 // base's velocities outside base mode. Other layouts gate nothing.
-func (s ActionSpace) Gated(i, mode int) bool {
+func (s Space) Gated(i, mode int) bool {
 	if len(s.Dims) != rt1Dims || s.Dims[DimMode].Name != "mode" {
 		return false
 	}
@@ -230,3 +230,9 @@ func (s ActionSpace) Gated(i, mode int) bool {
 	}
 	return false
 }
+
+// ArmProprio is the proprioception layout of the arm: the end-effector's
+// position in the base frame (metres: forward, left, up) and the gripper's
+// closedness (0 open, 1 closed). On a robot it is the forward kinematics of
+// the joint states and the gripper's position.
+var ArmProprio = []string{"hand_x", "hand_y", "hand_z", "gripper"}
