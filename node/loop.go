@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -153,7 +154,7 @@ type Loop struct {
 	period time.Duration
 	pol    Stepper
 	filter *policy.Filter
-	clock  Clock
+	clock  ros.Clock
 	in     *Inputs
 	sink   Sink
 	log    hclog.Logger
@@ -189,7 +190,7 @@ type Loop struct {
 // NewLoop checks cfg and builds a loop around p, which must use RT-1's
 // action layout (action.RT1): the node maps its dimensions onto cmd_vel,
 // arm/command and gripper/command. log may be nil.
-func NewLoop(p Stepper, cfg LoopConfig, clock Clock, in *Inputs, sink Sink, log hclog.Logger) (*Loop, error) {
+func NewLoop(p Stepper, cfg LoopConfig, clock ros.Clock, in *Inputs, sink Sink, log hclog.Logger) (*Loop, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
@@ -238,7 +239,7 @@ func (l *Loop) Run(ctx context.Context) {
 	// ROS time reads zero until the first /clock message: start from there.
 	if l.clock.Now().UnixNano() <= 0 {
 		l.log.Info("waiting for /clock (use_sim_time is set)")
-		if l.clock.WaitUntil(ctx, time.Unix(0, 1), nil) == Cancelled {
+		if l.clock.WaitUntil(ctx, time.Unix(0, 1), nil) == ros.Cancelled {
 			return
 		}
 	}
@@ -246,9 +247,9 @@ func (l *Loop) Run(ctx context.Context) {
 ticks:
 	for {
 		switch l.clock.WaitUntil(ctx, next, nil) {
-		case Cancelled:
+		case ros.Cancelled:
 			break ticks
-		case Jumped:
+		case ros.Jumped:
 			l.log.Warn("the clock went backwards; the schedule restarts from now", "was_waiting_for", next, "now", l.clock.Now())
 			next = l.clock.Now()
 		}
@@ -402,13 +403,13 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 	l.inflight = true
 	w.start <- struct{}{}
 	r := l.clock.WaitUntil(ctx, sched.Add(l.cfg.Deadline), w.done)
-	for r == Jumped { // the deadline is later now: keep waiting for the result
+	for r == ros.Jumped { // the deadline is later now: keep waiting for the result
 		r = l.clock.WaitUntil(ctx, sched.Add(l.cfg.Deadline), w.done)
 	}
 	switch r {
-	case Cancelled:
+	case ros.Cancelled:
 		return ReasonShutdown, time.Time{}
-	case Reached:
+	case ros.Reached:
 		l.cnt.DeadlineMisses++
 		return ReasonDeadline, time.Time{}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -21,7 +22,7 @@ import (
 // as dropped (Counters.FramesDropped). The loop always acts on the newest
 // frame and never on a queue of old ones.
 type Inputs struct {
-	clock Clock
+	clock ros.Clock
 
 	mu           sync.Mutex // mu guards frame, instr, episodeInstr
 	frame        *frameIn   // newest frame not yet taken by the loop
@@ -72,7 +73,7 @@ type instruction struct {
 
 // NewInputs returns empty inputs that stamp arrivals with clock; acting
 // starts enabled.
-func NewInputs(clock Clock) *Inputs {
+func NewInputs(clock ros.Clock) *Inputs {
 	in := &Inputs{clock: clock}
 	in.enabled.Store(true)
 	return in

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -25,7 +26,7 @@ func FuzzInputsFrames(f *testing.F) {
 	f.Add(uint32(0), uint32(5), "bgra8", uint32(0), []byte{}, "bgr8; jpeg compressed bgr8", []byte{0xff, 0xd8, 0xff})
 	f.Add(uint32(1<<20), uint32(1<<20), "rgb8", uint32(3<<20), make([]byte, 16), "tiff", []byte{1, 2, 3})
 	f.Fuzz(func(t *testing.T, h, w uint32, enc string, step uint32, data []byte, format string, comp []byte) {
-		in := NewInputs(NewManualClock(time.Unix(100, 0)))
+		in := NewInputs(ros.NewManualClock(time.Unix(100, 0)))
 		err := in.PutImage(&vision.Image{Height: h, Width: w, Encoding: enc, Step: step, Data: data}, time.Time{})
 		got := in.takeFrame()
 		switch {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/ttmrobot/ttm/internal/ros"
 )
 
 func TestDurationStat(t *testing.T) {
@@ -73,7 +75,7 @@ func TestHistBuckets(t *testing.T) {
 }
 
 func TestInputsInstructions(t *testing.T) {
-	in := NewInputs(NewManualClock(time.Unix(5, 0)))
+	in := NewInputs(ros.NewManualClock(time.Unix(5, 0)))
 	seq := func() uint64 { return in.currentInstruction().seq }
 	if _, err := in.SetInstruction(""); err == nil {
 		t.Error("empty instruction accepted")

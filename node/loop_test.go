@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/vision"
@@ -71,7 +72,7 @@ func (s *recordSink) lastStatus() string {
 // harness runs a loop on a manual clock and steps it tick by tick.
 type harness struct {
 	t      *testing.T
-	clock  *ManualClock
+	clock  *ros.ManualClock
 	in     *Inputs
 	loop   *Loop
 	sink   *recordSink
@@ -83,7 +84,7 @@ type harness struct {
 
 func newHarness(t *testing.T, p Stepper, cfg LoopConfig) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: NewManualClock(time.Unix(1000, 0)), sink: &recordSink{}, done: make(chan struct{})}
+	h := &harness{t: t, clock: ros.NewManualClock(time.Unix(1000, 0)), sink: &recordSink{}, done: make(chan struct{})}
 	h.in = NewInputs(h.clock)
 	l, err := NewLoop(p, cfg, h.clock, h.in, h.sink, nil)
 	if err != nil {
@@ -688,7 +689,7 @@ func TestLoopTickAllocatesNothing(t *testing.T) {
 
 func testLoopTickAllocatesNothing(t *testing.T, path string) {
 	p := loadPolicy(t, path)
-	clock := &WallClock{} // a manual clock allocates a channel per move
+	clock := &ros.WallClock{} // a manual clock allocates a channel per move
 	in := NewInputs(clock)
 	sink := &allocSink{}
 	l, err := NewLoop(p, LoopConfig{Rate: 1, MaxImageAge: time.Hour, MaxProprioAge: time.Hour}, clock, in, sink, nil)
@@ -724,7 +725,7 @@ func testLoopTickAllocatesNothing(t *testing.T, path string) {
 
 func TestNewLoopRejects(t *testing.T) {
 	p := loadPolicy(t, actingPath(t))
-	clock := NewManualClock(time.Unix(0, 0))
+	clock := ros.NewManualClock(time.Unix(0, 0))
 	for _, tc := range []struct {
 		cfg     LoopConfig
 		wantErr string

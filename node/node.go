@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/policy"
 )
 
@@ -18,7 +19,7 @@ import (
 type Config struct {
 	// Args is the node's ROS command line and environment (ParseArgs).
 	// Required.
-	Args *Args
+	Args *ros.Args
 	// Policy is the checkpoint file. Required.
 	Policy string
 	// Backbone overrides the backbone file the checkpoint names (its
@@ -32,7 +33,7 @@ type Config struct {
 	Log hclog.Logger
 	// Clock overrides the node's time (tests). By default it is the wall
 	// clock, or ROS time when /use_sim_time is set.
-	Clock Clock
+	Clock ros.Clock
 	// PollInterval is how often the supervisor checks the master
 	// (DefaultPollInterval when zero).
 	PollInterval time.Duration
@@ -47,7 +48,7 @@ type Node struct {
 	pol    *policy.Policy
 	loop   *Loop
 	io     *rosIO
-	sup    *Supervisor
+	sup    *ros.Supervisor
 	warm   WarmupResult
 	log    hclog.Logger
 
@@ -84,23 +85,23 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	}
 	a := conf.Args
 	log := conf.Log.With("node", a.NodeName())
-	names, err := ResolveNames(a)
+	names, err := a.ResolveNames(allNames)
 	if err != nil {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 
-	np, err := waitParams(ctx, NewParams(a, 0), a, log)
+	np, err := waitParams(ctx, ros.NewParams(a, 0), a, log)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", a.NodeName(), err)
 	}
 	clock := conf.Clock
-	var sim *simClock
+	var sim *ros.SimClock
 	if clock == nil {
 		if np.UseSimTime {
-			sim = newSimClock()
+			sim = ros.NewSimClock()
 			clock = sim
 		} else {
-			clock = &WallClock{}
+			clock = &ros.WallClock{}
 		}
 	}
 
@@ -145,7 +146,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.sup, err = NewSupervisor(ctx, SupervisorConf{Args: a, Setup: n.io.setup, Teardown: n.io.teardown,
+	n.sup, err = ros.NewSupervisor(ctx, ros.SupervisorConf{Args: a, Setup: n.io.setup, Teardown: n.io.teardown,
 		Logger: log.Named("supervisor"), PollInterval: conf.PollInterval})
 	if err != nil {
 		return nil, err
@@ -173,7 +174,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	}()
 	log.Info("node started", "rate_hz", cfg.Rate, "deadline", cfg.Deadline, "max_image_age", cfg.MaxImageAge,
 		"heartbeat_timeout", cfg.HeartbeatTimeout, "max_steps", cfg.MaxSteps, "reset_on_instruction", !cfg.KeepMemoryOnInstruction,
-		"use_sim_time", np.UseSimTime, "action", names[TopicAction], "image", names[TopicImage])
+		"use_sim_time", np.UseSimTime, "action", names[ros.TopicAction], "image", names[ros.TopicImage])
 	return n, nil
 }
 
@@ -190,8 +191,8 @@ func Run(ctx context.Context, conf Config) error {
 
 // waitParams reads the parameters, retrying while the master cannot be
 // reached.
-func waitParams(ctx context.Context, p *Params, a *Args, log hclog.Logger) (NodeParams, error) {
-	delay := DefaultRetryMin
+func waitParams(ctx context.Context, p *ros.Params, a *ros.Args, log hclog.Logger) (NodeParams, error) {
+	delay := ros.DefaultRetryMin
 	for attempt := 1; ; attempt++ {
 		np, err := ReadNodeParams(ctx, p)
 		if err == nil || permanentParamError(err) {
@@ -203,10 +204,12 @@ func waitParams(ctx context.Context, p *Params, a *Args, log hclog.Logger) (Node
 		if attempt == 1 {
 			log.Warn("waiting for the ROS master to read the parameters", "master", a.MasterURI, "error", err)
 		}
-		if !sleepCtx(ctx, delay) {
+		select {
+		case <-ctx.Done():
 			return NodeParams{}, ctx.Err()
+		case <-time.After(delay):
 		}
-		delay = min(2*delay, DefaultRetryMax)
+		delay = min(2*delay, ros.DefaultRetryMax)
 	}
 }
 
@@ -222,7 +225,7 @@ func (n *Node) Stats() Stats { return n.loop.Stats() }
 func (n *Node) Loop() *Loop { return n.loop }
 
 // Status returns the supervisor's status (registration, generation).
-func (n *Node) Status() SupervisorStatus { return n.sup.Status() }
+func (n *Node) Status() ros.SupervisorStatus { return n.sup.Status() }
 
 // Warmup returns what the warm-up measured.
 func (n *Node) Warmup() WarmupResult { return n.warm }
@@ -251,7 +254,7 @@ func (n *Node) Close() error {
 		n.log.Info("node stopped", "ticks", s.Ticks, "acted", s.Acted, "stopped", s.Stopped,
 			"deadline_misses", s.DeadlineMisses, "busy", s.Busy, "skipped_ticks", s.SkippedTicks, "frames_dropped", s.FramesDropped)
 		if err := n.sup.Err(); err != nil {
-			if errors.Is(err, ErrNodeShutdown) {
+			if errors.Is(err, ros.ErrNodeShutdown) {
 				n.log.Info("the ROS graph shut the node down", "reason", err)
 			} else {
 				n.closeErr = err

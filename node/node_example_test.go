@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/policy"
 )
@@ -19,7 +20,7 @@ import (
 // match the parameters or is too slow for ~rate.
 func ExampleRun() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "ttm"})
-	args, err := node.ParseArgs("ttm_node", []string{"__name:=ttm_policy", "_rate:=10", "headcam/image_raw:=/camera/image_raw"}, nil)
+	args, err := ros.ParseArgs("ttm_node", []string{"__name:=ttm_policy", "_rate:=10", "headcam/image_raw:=/camera/image_raw"}, nil)
 	if err != nil {
 		log.Error("bad command line", "error", err)
 		return
@@ -48,7 +49,7 @@ func ExampleNewLoop() {
 		return
 	}
 	defer p.Close()
-	clock := node.NewManualClock(time.Unix(1000, 0))
+	clock := ros.NewManualClock(time.Unix(1000, 0))
 	in := node.NewInputs(clock)
 	loop, err := node.NewLoop(p, node.LoopConfig{Rate: 10}, clock, in, printSink{}, nil)
 	if err != nil {

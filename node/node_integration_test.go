@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/rostest"
@@ -41,7 +42,7 @@ func TestNodeWithROS(t *testing.T) {
 	t.Run("Params", func(t *testing.T) { testNodeParams(t, m) })
 	t.Run("RefusesToStart", func(t *testing.T) { testRefusesToStart(t, m, ckpt) })
 
-	log, logs := newTestLogger(t)
+	log, logs := rostest.Logger(t)
 	args := argsFor(t, m, "ttm_node", "__name:=ttm_policy", "__ns:="+nodeNS, "_rate:="+strconv.Itoa(*rosRate), "_max_image_age:=0.5",
 		"_warmup_steps:="+testWarmupSteps, "cmd_vel:=/base/cmd_vel", "__log:=/tmp/ignored.log")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,7 +69,7 @@ func TestNodeWithROS(t *testing.T) {
 	if got := echoStatus(t, m); got != "waiting: no instruction yet" {
 		t.Errorf("status before the instruction = %q", got)
 	}
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", nodeNS+"/instruction", "std_msgs/String", "data: 'pick up the coke can'")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/instruction", "std_msgs/String", "data: 'pick up the coke can'")
 	waitStatus(t, m, n, "acting")
 
 	t.Run("Rate", func(t *testing.T) { testRate(t, m, watch) })
@@ -116,8 +117,8 @@ diagnostics_period: 0.5
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.MustRun(toolTimeout, "rosparam", "load", yaml, "/params_test")
-	np, err := ReadNodeParams(context.Background(), NewParams(argsFor(t, m, "params_test", "_rate:=12.5"), 0))
+	m.MustRun(rostest.ToolTimeout, "rosparam", "load", yaml, "/params_test")
+	np, err := ReadNodeParams(context.Background(), ros.NewParams(argsFor(t, m, "params_test", "_rate:=12.5"), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ diagnostics_period: 0.5
 		t.Errorf("params %+v", np)
 	}
 	// Defaults.
-	np, err = ReadNodeParams(context.Background(), NewParams(argsFor(t, m, "params_defaults"), 0))
+	np, err = ReadNodeParams(context.Background(), ros.NewParams(argsFor(t, m, "params_defaults"), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,14 +166,14 @@ func testRefusesToStart(t *testing.T, m *rostest.Master, ckpt string) {
 			}
 		})
 	}
-	if out := m.MustRun(toolTimeout, "rosnode", "list"); strings.Contains(out, "/refuse") {
+	if out := m.MustRun(rostest.ToolTimeout, "rosnode", "list"); strings.Contains(out, "/refuse") {
 		t.Errorf("a node that refused to start registered: %q", out)
 	}
 }
 
 func echoStatus(t *testing.T, m *rostest.Master) string {
 	t.Helper()
-	out := m.MustRun(toolTimeout, "rostopic", "echo", "-n", "1", nodeNS+"/status")
+	out := m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-n", "1", nodeNS+"/status")
 	s := strings.TrimSpace(strings.TrimPrefix(rostest.Lines(out)[0], "data:"))
 	return strings.Trim(s, `"'`)
 }
@@ -214,7 +215,7 @@ func testRate(t *testing.T, m *rostest.Master, w *watcher) {
 	}
 	rows := csv.actionRows(t, 11)
 	label := csv.rows[0][1]
-	if label != ActionLabel(action.RT1()) || len(rows) != n {
+	if label != ros.ActionLabel(action.RT1()) || len(rows) != n {
 		t.Errorf("action layout label %q (%d rows)", label, len(rows))
 	}
 	for i, r := range rows {
@@ -239,7 +240,7 @@ func testRate(t *testing.T, m *rostest.Master, w *watcher) {
 // testOutputs: every output topic carries messages under its resolved (and
 // remapped) name.
 func testOutputs(t *testing.T, m *rostest.Master) {
-	res := m.RunParallel(toolTimeout,
+	res := m.RunParallel(rostest.ToolTimeout,
 		[]string{"rostopic", "list"},
 		[]string{"rostopic", "echo", "-n", "1", "/base/cmd_vel"},
 		[]string{"rostopic", "echo", "-n", "1", nodeNS + "/arm/command"},
@@ -247,7 +248,7 @@ func testOutputs(t *testing.T, m *rostest.Master) {
 		[]string{"rostopic", "echo", "-n", "1", nodeNS + "/episode_done"},
 		[]string{"rosservice", "list"},
 	)
-	requireOK(t, res)
+	rostest.RequireOK(t, res)
 	for _, topic := range []string{"/base/cmd_vel", "/robot/action", "/robot/arm/command", "/robot/gripper/command", "/robot/episode_done",
 		"/robot/status", "/diagnostics", "/robot/headcam/image_raw", "/robot/headcam/image_raw/compressed", "/robot/instruction",
 		"/robot/instruction_embedding", "/robot/e_stop", "/robot/e_stop_reset", "/robot/heartbeat"} {
@@ -292,7 +293,7 @@ func testStallStops(t *testing.T, m *rostest.Master, n *Node, cam *testCamera, w
 	if d := time.Since(stalled); d < 400*time.Millisecond {
 		t.Errorf("stopped %v after the camera stalled, before max_image_age", d)
 	}
-	out := m.MustRun(toolTimeout, "rostopic", "echo", "-p", "-n", "5", nodeNS+"/action")
+	out := m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-p", "-n", "5", nodeNS+"/action")
 	csv, err := parseEchoCSV(out)
 	if err != nil {
 		t.Fatal(err)
@@ -323,7 +324,7 @@ func testStallStops(t *testing.T, m *rostest.Master, n *Node, cam *testCamera, w
 // testEStopLatches: e_stop stops the node until e_stop_reset, however fresh
 // the frames.
 func testEStopLatches(t *testing.T, m *rostest.Master, n *Node, w *watcher) {
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop", "std_msgs/Empty", "{}")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop", "std_msgs/Empty", "{}")
 	waitStatus(t, m, n, "stopped: e-stop latched (publish e_stop_reset to clear)")
 	latched := time.Now()
 	time.Sleep(1500 * time.Millisecond) // frames keep coming at 10 Hz
@@ -341,25 +342,25 @@ func testEStopLatches(t *testing.T, m *rostest.Master, n *Node, w *watcher) {
 			}
 		}
 	}
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop_reset", "std_msgs/Empty", "{}")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop_reset", "std_msgs/Empty", "{}")
 	waitStatus(t, m, n, "acting")
 }
 
 func testServices(t *testing.T, m *rostest.Master, n *Node) {
 	before := n.Stats().Episode
-	out := m.MustRun(toolTimeout, "rosservice", "call", nodeNS+"/reset_memory")
+	out := m.MustRun(rostest.ToolTimeout, "rosservice", "call", nodeNS+"/reset_memory")
 	if !strings.Contains(out, "success: True") || !strings.Contains(out, "a new episode started with instruction") {
 		t.Errorf("reset_memory = %q, want success and the instruction the episode started with", out)
 	}
 	if s := n.Stats(); s.Episode != before+1 {
 		t.Errorf("episode %d after reset_memory, was %d", s.Episode, before)
 	}
-	out = m.MustRun(toolTimeout, "rosservice", "call", nodeNS+"/enable", "data: false")
+	out = m.MustRun(rostest.ToolTimeout, "rosservice", "call", nodeNS+"/enable", "data: false")
 	if !strings.Contains(out, "success: True") {
 		t.Errorf("enable false = %q", out)
 	}
 	waitStatus(t, m, n, "stopped: disabled (call enable with true)")
-	m.MustRun(toolTimeout, "rosservice", "call", nodeNS+"/enable", "data: true")
+	m.MustRun(rostest.ToolTimeout, "rosservice", "call", nodeNS+"/enable", "data: true")
 	waitStatus(t, m, n, "acting")
 }
 
@@ -388,22 +389,22 @@ func testDiagnostics(t *testing.T, w *watcher) {
 
 // testNodeMasterRestart: roscore restarts; the node re-registers, the
 // camera too, and actions flow again with the instruction it had.
-func testNodeMasterRestart(t *testing.T, m *rostest.Master, n *Node, logs *logBuffer) {
+func testNodeMasterRestart(t *testing.T, m *rostest.Master, n *Node, logs *rostest.Log) {
 	acted := n.Stats().Acted
 	m.Restart()
 	waitConnected(t, n.sup, 2, 20*time.Second)
 	waitStatus(t, m, n, "acting")
-	out := m.MustRun(toolTimeout, "rostopic", "echo", "-p", "-n", "3", nodeNS+"/action")
+	out := m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-p", "-n", "3", nodeNS+"/action")
 	if _, err := parseEchoCSV(out); err != nil {
 		t.Fatal(err)
 	}
 	if n.Stats().Acted <= acted {
 		t.Error("no new actions after the restart")
 	}
-	if len(logs.entries("ROS master restarted")) == 0 {
+	if len(logs.Entries("ROS master restarted")) == 0 {
 		t.Error("the restart was not logged")
 	}
-	if out := m.MustRun(toolTimeout, "rosparam", "get", nodeName+"/rate"); strings.TrimSpace(out) != strconv.Itoa(*rosRate) {
+	if out := m.MustRun(rostest.ToolTimeout, "rosparam", "get", nodeName+"/rate"); strings.TrimSpace(out) != strconv.Itoa(*rosRate) {
 		t.Errorf("rosparam get rate after the restart = %q", out)
 	}
 }
@@ -412,9 +413,9 @@ func testNodeMasterRestart(t *testing.T, m *rostest.Master, n *Node, logs *logBu
 // when the clock runs at real time, not at all when it stops, five times as
 // often when it runs five times as fast.
 func testSimTime(t *testing.T, m *rostest.Master, ckpt string) {
-	m.MustRun(toolTimeout, "rosparam", "set", "/use_sim_time", "true")
-	defer m.MustRun(toolTimeout, "rosparam", "set", "/use_sim_time", "false")
-	log, _ := newTestLogger(t)
+	m.MustRun(rostest.ToolTimeout, "rosparam", "set", "/use_sim_time", "true")
+	defer m.MustRun(rostest.ToolTimeout, "rosparam", "set", "/use_sim_time", "false")
+	log, _ := rostest.Logger(t)
 	clock := startClock(t, m.URI, time.Unix(5000, 0), log.Named("clock"))
 	n, err := Start(context.Background(), Config{Args: argsFor(t, m, "ttm_simtime", "_warmup_steps:="+testWarmupSteps), Policy: ckpt, Threads: 2, Log: log})
 	if err != nil {
@@ -456,7 +457,7 @@ func testSimTime(t *testing.T, m *rostest.Master, ckpt string) {
 func TestNodeCloseLeavesNothing(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := smallPath(t)
-	log, _ := newTestLogger(t)
+	log, _ := rostest.Logger(t)
 	nn.SetParallelism(2) // the worker team is process-wide; start it before the baseline
 	baseline := runtime.NumGoroutine()
 	n, err := Start(context.Background(), Config{Args: argsFor(t, m, "ttm_close", "_warmup_steps:="+testWarmupSteps), Policy: ckpt, Threads: 2, Log: log})
@@ -464,8 +465,8 @@ func TestNodeCloseLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitConnected(t, n.sup, 1, 10*time.Second)
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: x")
-	m.MustRun(toolTimeout, "rosnode", "kill", "/ttm_close")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: x")
+	m.MustRun(rostest.ToolTimeout, "rosnode", "kill", "/ttm_close")
 	select {
 	case <-n.Done():
 	case <-time.After(10 * time.Second):
@@ -474,7 +475,7 @@ func TestNodeCloseLeavesNothing(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatalf("Close after rosnode kill = %v, want nil", err)
 	}
-	checkNoGoroutineLeak(t, baseline)
+	rostest.CheckNoGoroutineLeak(t, baseline)
 }
 
 // testWarmupSteps is the warm-up of nodes these tests start at 10 Hz. With

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/ttmrobot/ttm/policy"
 )
@@ -60,12 +61,12 @@ func badParam(format string, a ...any) error { return &paramError{fmt.Errorf(for
 // cannot be reached).
 func permanentParamError(err error) bool {
 	var pe *paramError
-	var te *ParamTypeError
+	var te *ros.ParamTypeError
 	return errors.As(err, &pe) || errors.As(err, &te)
 }
 
 // ReadNodeParams reads and checks the node's parameters.
-func ReadNodeParams(ctx context.Context, p *Params) (NodeParams, error) {
+func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	var np NodeParams
 	var firstErr error
 	keep := func(err error) {

@@ -11,13 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/diagnostic_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/rosgraph_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -26,10 +26,10 @@ import (
 // fixed rate, through a Supervisor so it survives roscore restarts. Pause
 // stalls it.
 type testCamera struct {
-	pub    atomic.Pointer[goroslib.Publisher]
+	pub    atomic.Pointer[ros.Publisher]
 	paused atomic.Bool
 	sent   atomic.Uint64
-	sup    *Supervisor
+	sup    *ros.Supervisor
 	frames []*vision.Image
 	stop   chan struct{}
 	done   chan struct{}
@@ -37,7 +37,7 @@ type testCamera struct {
 
 func startCamera(t testing.TB, master, topic string, height, width int, rate float64, log hclog.Logger) *testCamera {
 	t.Helper()
-	a, err := ParseArgs("test_camera", nil, envOf(map[string]string{"ROS_MASTER_URI": master}))
+	a, err := ros.ParseArgs("test_camera", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,10 +45,10 @@ func startCamera(t testing.TB, master, topic string, height, width int, rate flo
 	for i := range 4 {
 		c.frames = append(c.frames, SyntheticImage(height, width, 16*i))
 	}
-	c.sup, err = NewSupervisor(context.Background(), SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
+	c.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
 		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond,
-		Setup: func(n *goroslib.Node) error {
-			p, err := goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: topic, Msg: &sensor_msgs.Image{}})
+		Setup: func(n *ros.Node) error {
+			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: topic, Msg: &sensor_msgs.Image{}})
 			if err != nil {
 				return err
 			}
@@ -109,23 +109,23 @@ type received[T any] struct {
 
 // watcher subscribes in Go to the node's action and the diagnostics.
 type watcher struct {
-	sup     *Supervisor
+	sup     *ros.Supervisor
 	mu      sync.Mutex // mu guards actions, diags
 	actions []received[std_msgs.Float32MultiArray]
 	diags   []received[diagnostic_msgs.DiagnosticArray]
-	subs    []*goroslib.Subscriber
+	subs    []*ros.Subscriber
 }
 
 func startWatcher(t testing.TB, master, actionTopic string, log hclog.Logger) *watcher {
 	t.Helper()
-	a, err := ParseArgs("test_watcher", nil, envOf(map[string]string{"ROS_MASTER_URI": master}))
+	a, err := ros.ParseArgs("test_watcher", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := &watcher{}
-	w.sup, err = NewSupervisor(context.Background(), SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
-		Setup: func(n *goroslib.Node) error {
-			s1, err := goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: actionTopic, Callback: func(m *std_msgs.Float32MultiArray) {
+	w.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
+		Setup: func(n *ros.Node) error {
+			s1, err := ros.NewSubscriber(ros.SubscriberConf{Node: n, Topic: actionTopic, Callback: func(m *std_msgs.Float32MultiArray) {
 				w.mu.Lock()
 				w.actions = append(w.actions, received[std_msgs.Float32MultiArray]{time.Now(), m})
 				w.mu.Unlock()
@@ -134,7 +134,7 @@ func startWatcher(t testing.TB, master, actionTopic string, log hclog.Logger) *w
 				return err
 			}
 			w.subs = append(w.subs, s1)
-			s2, err := goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: "/diagnostics", Callback: func(m *diagnostic_msgs.DiagnosticArray) {
+			s2, err := ros.NewSubscriber(ros.SubscriberConf{Node: n, Topic: "/diagnostics", Callback: func(m *diagnostic_msgs.DiagnosticArray) {
 				w.mu.Lock()
 				w.diags = append(w.diags, received[diagnostic_msgs.DiagnosticArray]{time.Now(), m})
 				w.mu.Unlock()
@@ -290,24 +290,24 @@ func slopeRate(ts []float64) (float64, error) {
 // message advances simulated time by speed x 20 ms (0 pauses it). It
 // publishes nothing until speed is set (it starts at -1).
 type testClock struct {
-	pub   atomic.Pointer[goroslib.Publisher]
+	pub   atomic.Pointer[ros.Publisher]
 	speed atomic.Int64 // in whole multiples of real time
-	sup   *Supervisor
+	sup   *ros.Supervisor
 	stop  chan struct{}
 	done  chan struct{}
 }
 
 func startClock(t testing.TB, master string, start time.Time, log hclog.Logger) *testClock {
 	t.Helper()
-	a, err := ParseArgs("test_clock", nil, envOf(map[string]string{"ROS_MASTER_URI": master}))
+	a, err := ros.ParseArgs("test_clock", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := &testClock{stop: make(chan struct{}), done: make(chan struct{})}
 	c.speed.Store(-1)
-	c.sup, err = NewSupervisor(context.Background(), SupervisorConf{Args: a, Logger: log,
-		Setup: func(n *goroslib.Node) error {
-			p, err := goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: "/clock", Msg: &rosgraph_msgs.Clock{}})
+	c.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log,
+		Setup: func(n *ros.Node) error {
+			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: "/clock", Msg: &rosgraph_msgs.Clock{}})
 			if err != nil {
 				return err
 			}
@@ -350,4 +350,27 @@ func startClock(t testing.TB, master string, start time.Time, log hclog.Logger) 
 		c.sup.Close()
 	})
 	return c
+}
+
+// argsFor parses a command line for a node talking to m (through
+// ROS_MASTER_URI, as roslaunch would pass it).
+func argsFor(t *testing.T, m *rostest.Master, name string, args ...string) *ros.Args {
+	t.Helper()
+	a, err := ros.ParseArgs(name, args, rostest.Env(map[string]string{"ROS_MASTER_URI": m.URI}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// waitConnected waits until the supervisor reports a set-up node of at
+// least the given generation.
+func waitConnected(t *testing.T, s *ros.Supervisor, generation int, timeout time.Duration) {
+	t.Helper()
+	rostest.WaitFor(t, timeout, fmt.Sprintf("node generation %d", generation), func() error {
+		if st := s.Status(); !st.Connected || st.Generation < generation {
+			return fmt.Errorf("status %+v", st)
+		}
+		return nil
+	})
 }

@@ -91,7 +91,7 @@ func TestSoak(t *testing.T) {
 	biasToArm(t, ckpt) // keep acting: a seeded policy terminates every few steps
 
 	m := rostest.StartMaster(t)
-	log, _ := newTestLogger(t)
+	log, _ := rostest.Logger(t)
 	threads := *soakThreads
 	if threads == 0 {
 		threads = runtime.NumCPU()
@@ -106,7 +106,7 @@ func TestSoak(t *testing.T) {
 	defer n.Close()
 	cam := startCamera(t, m.URI, "/headcam/image_raw", 256, 320, *soakCameraHz, log.Named("camera"))
 	watch := startWatcher(t, m.URI, "/action", log.Named("watcher"))
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: 'pick up the coke can'")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: 'pick up the coke can'")
 	rostest.WaitFor(t, 30*time.Second, "the node acting", func() error {
 		if n.Stats().Acted < 10 {
 			return fmt.Errorf("stats %+v", n.Stats().Counters)

@@ -3,15 +3,14 @@ package node
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
-	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/geometry_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
@@ -22,63 +21,10 @@ import (
 	"github.com/ttmrobot/ttm/vision"
 )
 
-// The node's topics and services, by their default names. Relative names
-// resolve in the node's namespace; every name can be remapped (from:=to).
-const (
-	TopicImage         = "headcam/image_raw"            // sensor_msgs/Image, in
-	TopicCompressed    = "headcam/image_raw/compressed" // sensor_msgs/CompressedImage, in
-	TopicInstruction   = "instruction"                  // std_msgs/String, in
-	TopicEmbedding     = "instruction_embedding"        // std_msgs/Float32MultiArray, in
-	TopicEStop         = "e_stop"                       // std_msgs/Empty, in
-	TopicEStopReset    = "e_stop_reset"                 // std_msgs/Empty, in
-	TopicHeartbeat     = "heartbeat"                    // std_msgs/Empty, in
-	TopicProprio       = "proprio"                      // std_msgs/Float32MultiArray, in (policies that read proprioception)
-	TopicAction        = "action"                       // std_msgs/Float32MultiArray, out
-	TopicCmdVel        = "cmd_vel"                      // geometry_msgs/Twist, out
-	TopicArm           = "arm/command"                  // geometry_msgs/Twist, out
-	TopicGripper       = "gripper/command"              // std_msgs/Float64, out
-	TopicEpisodeDone   = "episode_done"                 // std_msgs/Bool, out
-	TopicStatus        = "status"                       // std_msgs/String, out, latched
-	TopicDiagnostics   = "/diagnostics"                 // diagnostic_msgs/DiagnosticArray, out
-	ServiceResetMemory = "reset_memory"                 // std_srvs/Trigger
-	ServiceEnable      = "enable"                       // std_srvs/SetBool
-)
-
-var allNames = []string{TopicImage, TopicCompressed, TopicInstruction, TopicEmbedding, TopicEStop, TopicEStopReset,
-	TopicHeartbeat, TopicProprio, TopicAction, TopicCmdVel, TopicArm, TopicGripper, TopicEpisodeDone, TopicStatus, TopicDiagnostics,
-	ServiceResetMemory, ServiceEnable}
-
-// ResolveNames resolves every topic and service name of the node by ROS
-// rules (namespace, remaps); the map goes from default name to resolved.
-func ResolveNames(a *Args) (map[string]string, error) {
-	out := make(map[string]string, len(allNames))
-	for _, n := range allNames {
-		r, err := a.Resolve(n)
-		if err != nil {
-			return nil, fmt.Errorf("resolve %s: %w", n, err)
-		}
-		out[n] = r
-	}
-	return out, nil
-}
-
-// ActionLabel is the label of the single dimension of the action topic's
-// layout: the action space's dimension names in order, separated by
-// semicolons ("mode;world_vector/x;...;base/y"), so a consumer can find
-// each value. (Not commas: rostopic echo -p writes CSV.)
-func ActionLabel(space action.Space) string {
-	names := make([]string, len(space.Dims))
-	for i, d := range space.Dims {
-		names[i] = d.Name
-	}
-	return strings.Join(names, ";")
-}
-
-// labelledLayout is the layout of a Float32MultiArray of n values in one
-// dimension whose label names them (ActionLabel's convention).
-func labelledLayout(label string, n int) std_msgs.MultiArrayLayout {
-	return std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: label, Size: uint32(n), Stride: uint32(n)}}}
-}
+// allNames are every topic and service name of the node.
+var allNames = []string{ros.TopicImage, ros.TopicCompressed, ros.TopicInstruction, ros.TopicEmbedding, ros.TopicEStop, ros.TopicEStopReset,
+	ros.TopicHeartbeat, ros.TopicProprio, ros.TopicAction, ros.TopicCmdVel, ros.TopicArm, ros.TopicGripper, ros.TopicEpisodeDone, ros.TopicStatus, ros.TopicDiagnostics,
+	ros.ServiceResetMemory, ros.ServiceEnable}
 
 // rosIO connects the loop to ROS: the subscribers fill Inputs, the
 // publishers are the loop's Sink. It outlives goroslib nodes: Setup and
@@ -91,7 +37,7 @@ type rosIO struct {
 	proprio   []string // the names the policy reads; nil: no proprio subscription
 	log       hclog.Logger
 	layout    std_msgs.MultiArrayLayout
-	simClock  *simClock // nil unless /use_sim_time
+	simClock  *ros.SimClock // nil unless /use_sim_time
 	resetWait time.Duration
 
 	pubs        atomic.Pointer[publishers]
@@ -102,8 +48,8 @@ type rosIO struct {
 
 	// Owned by the supervisor goroutine (Setup, Teardown).
 	created *publishers
-	subs    []*goroslib.Subscriber
-	srvs    []*goroslib.ServiceProvider
+	subs    []*ros.Subscriber
+	srvs    []*ros.ServiceProvider
 
 	badFrames  throttle
 	badEmb     throttle
@@ -111,17 +57,17 @@ type rosIO struct {
 }
 
 type publishers struct {
-	action, cmdVel, arm, gripper, done, status, diag *goroslib.Publisher
+	action, cmdVel, arm, gripper, done, status, diag *ros.Publisher
 }
 
-func (p *publishers) all() []*goroslib.Publisher {
-	return []*goroslib.Publisher{p.action, p.cmdVel, p.arm, p.gripper, p.done, p.status, p.diag}
+func (p *publishers) all() []*ros.Publisher {
+	return []*ros.Publisher{p.action, p.cmdVel, p.arm, p.gripper, p.done, p.status, p.diag}
 }
 
-func newROSIO(names map[string]string, in *Inputs, space action.Space, embWidth int, proprio []string, clock *simClock, resetWait time.Duration, log hclog.Logger) *rosIO {
+func newROSIO(names map[string]string, in *Inputs, space action.Space, embWidth int, proprio []string, clock *ros.SimClock, resetWait time.Duration, log hclog.Logger) *rosIO {
 	return &rosIO{
 		names: names, in: in, embWidth: embWidth, proprio: proprio, log: log, simClock: clock, resetWait: resetWait,
-		layout:     labelledLayout(ActionLabel(space), space.Len()),
+		layout:     ros.LabelledLayout(ros.ActionLabel(space), space.Len()),
 		badFrames:  throttle{every: 10 * time.Second},
 		badEmb:     throttle{every: 10 * time.Second},
 		badProprio: throttle{every: 10 * time.Second},
@@ -129,27 +75,27 @@ func newROSIO(names map[string]string, in *Inputs, space action.Space, embWidth 
 }
 
 // setup creates the publishers, subscribers and services on a fresh node.
-func (r *rosIO) setup(n *goroslib.Node) error {
+func (r *rosIO) setup(n *ros.Node) error {
 	if r.simClock != nil {
-		r.simClock.setNode(n)
+		r.simClock.SetNode(n)
 	}
 	p := &publishers{}
 	r.created = p
 	for _, pc := range []struct {
-		dst   **goroslib.Publisher
+		dst   **ros.Publisher
 		name  string
 		msg   any
 		latch bool
 	}{
-		{&p.action, TopicAction, &std_msgs.Float32MultiArray{}, false},
-		{&p.cmdVel, TopicCmdVel, &geometry_msgs.Twist{}, false},
-		{&p.arm, TopicArm, &geometry_msgs.Twist{}, false},
-		{&p.gripper, TopicGripper, &std_msgs.Float64{}, false},
-		{&p.done, TopicEpisodeDone, &std_msgs.Bool{}, false},
-		{&p.status, TopicStatus, &std_msgs.String{}, true},
-		{&p.diag, TopicDiagnostics, &diagnosticArray{}, false},
+		{&p.action, ros.TopicAction, &std_msgs.Float32MultiArray{}, false},
+		{&p.cmdVel, ros.TopicCmdVel, &geometry_msgs.Twist{}, false},
+		{&p.arm, ros.TopicArm, &geometry_msgs.Twist{}, false},
+		{&p.gripper, ros.TopicGripper, &std_msgs.Float64{}, false},
+		{&p.done, ros.TopicEpisodeDone, &std_msgs.Bool{}, false},
+		{&p.status, ros.TopicStatus, &std_msgs.String{}, true},
+		{&p.diag, ros.TopicDiagnostics, &diagnosticArray{}, false},
 	} {
-		pub, err := goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: r.names[pc.name], Msg: pc.msg, Latch: pc.latch})
+		pub, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: r.names[pc.name], Msg: pc.msg, Latch: pc.latch})
 		if err != nil {
 			return fmt.Errorf("publish %s: %w", r.names[pc.name], err)
 		}
@@ -166,22 +112,22 @@ func (r *rosIO) setup(n *goroslib.Node) error {
 		name string
 		cb   any
 	}{
-		{TopicImage, r.onImage},
-		{TopicCompressed, r.onCompressed},
-		{TopicInstruction, r.onInstruction},
-		{TopicEmbedding, r.onEmbedding},
-		{TopicEStop, r.onEStop},
-		{TopicEStopReset, r.onEStopReset},
-		{TopicHeartbeat, func(*std_msgs.Empty) { r.in.Heartbeat() }},
+		{ros.TopicImage, r.onImage},
+		{ros.TopicCompressed, r.onCompressed},
+		{ros.TopicInstruction, r.onInstruction},
+		{ros.TopicEmbedding, r.onEmbedding},
+		{ros.TopicEStop, r.onEStop},
+		{ros.TopicEStopReset, r.onEStopReset},
+		{ros.TopicHeartbeat, func(*std_msgs.Empty) { r.in.Heartbeat() }},
 	}
 	if len(r.proprio) > 0 {
 		subs = append(subs, struct {
 			name string
 			cb   any
-		}{TopicProprio, r.onProprio})
+		}{ros.TopicProprio, r.onProprio})
 	}
 	for _, sc := range subs {
-		sub, err := goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: r.names[sc.name], Callback: sc.cb})
+		sub, err := ros.NewSubscriber(ros.SubscriberConf{Node: n, Topic: r.names[sc.name], Callback: sc.cb})
 		if err != nil {
 			return fmt.Errorf("subscribe %s: %w", r.names[sc.name], err)
 		}
@@ -193,10 +139,10 @@ func (r *rosIO) setup(n *goroslib.Node) error {
 		srv  any
 		cb   any
 	}{
-		{ServiceResetMemory, &std_srvs.Trigger{}, r.onResetMemory},
-		{ServiceEnable, &std_srvs.SetBool{}, r.onEnable},
+		{ros.ServiceResetMemory, &std_srvs.Trigger{}, r.onResetMemory},
+		{ros.ServiceEnable, &std_srvs.SetBool{}, r.onEnable},
 	} {
-		sp, err := goroslib.NewServiceProvider(goroslib.ServiceProviderConf{Node: n, Name: r.names[sc.name], Srv: sc.srv, Callback: sc.cb})
+		sp, err := ros.NewServiceProvider(ros.ServiceProviderConf{Node: n, Name: r.names[sc.name], Srv: sc.srv, Callback: sc.cb})
 		if err != nil {
 			return fmt.Errorf("provide %s: %w", r.names[sc.name], err)
 		}
@@ -209,7 +155,7 @@ func (r *rosIO) setup(n *goroslib.Node) error {
 func (r *rosIO) teardown() {
 	r.pubs.Store(nil)
 	if r.simClock != nil {
-		r.simClock.setNode(nil)
+		r.simClock.SetNode(nil)
 	}
 	for _, s := range r.subs {
 		s.Close()
@@ -231,13 +177,13 @@ func (r *rosIO) teardown() {
 func (r *rosIO) onImage(m *sensor_msgs.Image) {
 	img := &vision.Image{Height: m.Height, Width: m.Width, Encoding: m.Encoding, IsBigendian: m.IsBigendian, Step: m.Step, Data: m.Data}
 	if err := r.in.PutImage(img, m.Header.Stamp); err != nil && r.badFrames.ok() {
-		r.log.Warn("camera frame refused", "topic", r.names[TopicImage], "error", err, "refused_so_far", r.in.framesBad.Load())
+		r.log.Warn("camera frame refused", "topic", r.names[ros.TopicImage], "error", err, "refused_so_far", r.in.framesBad.Load())
 	}
 }
 
 func (r *rosIO) onCompressed(m *sensor_msgs.CompressedImage) {
 	if err := r.in.PutCompressed(&vision.CompressedImage{Format: m.Format, Data: m.Data}, m.Header.Stamp); err != nil && r.badFrames.ok() {
-		r.log.Warn("camera frame refused", "topic", r.names[TopicCompressed], "error", err, "refused_so_far", r.in.framesBad.Load())
+		r.log.Warn("camera frame refused", "topic", r.names[ros.TopicCompressed], "error", err, "refused_so_far", r.in.framesBad.Load())
 	}
 }
 
@@ -261,7 +207,7 @@ func (r *rosIO) onEmbedding(m *std_msgs.Float32MultiArray) {
 	if err != nil {
 		r.in.badEmbedding()
 		if r.badEmb.ok() {
-			r.log.Warn("instruction embedding refused", "topic", r.names[TopicEmbedding], "error", err)
+			r.log.Warn("instruction embedding refused", "topic", r.names[ros.TopicEmbedding], "error", err)
 		}
 		return
 	}
@@ -272,14 +218,14 @@ func (r *rosIO) onEmbedding(m *std_msgs.Float32MultiArray) {
 
 func (r *rosIO) onEStop(*std_msgs.Empty) {
 	if !r.in.EStopped() {
-		r.log.Warn("e-stop received: publishing only the stop action until e_stop_reset", "topic", r.names[TopicEStop])
+		r.log.Warn("e-stop received: publishing only the stop action until e_stop_reset", "topic", r.names[ros.TopicEStop])
 	}
 	r.in.EStop()
 }
 
 func (r *rosIO) onEStopReset(*std_msgs.Empty) {
 	if r.in.EStopped() {
-		r.log.Info("e-stop reset", "topic", r.names[TopicEStopReset])
+		r.log.Info("e-stop reset", "topic", r.names[ros.TopicEStopReset])
 	}
 	r.in.EStopReset()
 }
@@ -296,34 +242,8 @@ func (r *rosIO) onResetMemory(*std_srvs.TriggerReq) (*std_srvs.TriggerRes, bool)
 		time.Sleep(2 * time.Millisecond)
 	}
 	text, named := r.in.EpisodeInstruction()
-	r.log.Info("memory reset by service", "service", r.names[ServiceResetMemory], "instruction", text)
-	return &std_srvs.TriggerRes{Success: true, Message: resetAnswer(text, named)}, true
-}
-
-// The reset_memory service's answer names the instruction the new episode
-// started with, so that a caller that has just published a new one (the
-// simulator node, at each episode) can tell whether the policy node had
-// received it: the instruction topic and the service are separate
-// connections, and the answer may overtake the message.
-const resetAnswerPrefix = "memory reset: a new episode started"
-
-// resetAnswer is the reset_memory answer for an episode that started with
-// instruction text (named false: none, or an upstream embedding).
-func resetAnswer(text string, named bool) string {
-	if !named {
-		return resetAnswerPrefix
-	}
-	return resetAnswerPrefix + " with instruction " + strconv.Quote(text)
-}
-
-// parseResetAnswer returns the instruction a reset_memory answer names.
-func parseResetAnswer(msg string) (text string, named bool) {
-	rest, ok := strings.CutPrefix(msg, resetAnswerPrefix+" with instruction ")
-	if !ok {
-		return "", false
-	}
-	text, err := strconv.Unquote(rest)
-	return text, err == nil
+	r.log.Info("memory reset by service", "service", r.names[ros.ServiceResetMemory], "instruction", text)
+	return &std_srvs.TriggerRes{Success: true, Message: ros.ResetAnswer(text, named)}, true
 }
 
 func (r *rosIO) onEnable(req *std_srvs.SetBoolReq) (*std_srvs.SetBoolRes, bool) {
@@ -404,6 +324,6 @@ func (r *rosIO) onProprio(m *std_msgs.Float32MultiArray) {
 		label = m.Layout.Dim[0].Label
 	}
 	if err := r.in.PutProprio(m.Data, label, r.proprio); err != nil && r.badProprio.ok() {
-		r.log.Warn("proprioception refused", "topic", r.names[TopicProprio], "error", err, "refused_so_far", r.in.proprioBad.Load())
+		r.log.Warn("proprioception refused", "topic", r.names[ros.TopicProprio], "error", err, "refused_so_far", r.in.proprioBad.Load())
 	}
 }

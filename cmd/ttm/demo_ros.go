@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/policy"
 )
 
@@ -52,11 +52,11 @@ func rosDemo(ctx context.Context, env *environment, c demoConfig) error {
 	p.Close()
 	size := fmt.Sprintf("%dx%d", spec.Vision.Preprocess.Height, spec.Vision.Preprocess.Width)
 
-	ros, err := node.ParseArgs("ttm_demo", nil, nil) // ROS_MASTER_URI, or the default
+	rosArgs, err := ros.ParseArgs("ttm_demo", nil, nil) // ROS_MASTER_URI, or the default
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	uri := ros.MasterURI
+	uri := rosArgs.MasterURI
 	master, err := ensureMaster(ctx, env, uri, c.dir)
 	if err != nil {
 		return err
@@ -185,7 +185,7 @@ func waitForLine(ctx context.Context, p *proc, path, line string, timeout time.D
 // starts roscore on uri's port (uri must name this machine) and waits until
 // it answers.
 func ensureMaster(ctx context.Context, env *environment, uri, dir string) (*proc, error) {
-	if pid, err := node.MasterPID(ctx, uri, 2*time.Second); err == nil {
+	if pid, err := ros.MasterPID(ctx, uri, 2*time.Second); err == nil {
 		env.log.Info("using the running ROS master", "master", uri, "pid", pid)
 		return nil, nil
 	}
@@ -209,7 +209,7 @@ func ensureMaster(ctx context.Context, env *environment, uri, dir string) (*proc
 	}
 	start := time.Now()
 	for {
-		if _, err := node.MasterPID(ctx, uri, time.Second); err == nil {
+		if _, err := ros.MasterPID(ctx, uri, time.Second); err == nil {
 			break
 		}
 		select {

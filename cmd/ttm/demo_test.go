@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
-	"github.com/ttmrobot/ttm/node"
 )
 
 // TestDemo runs `ttm demo` end to end. With no master at ROS_MASTER_URI it
@@ -55,7 +55,7 @@ func TestDemo(t *testing.T) {
 			}
 		}
 		checkEpisodeFiles(t, filepath.Join(dir, "episodes"), []string{"01-pick-seed1", "02-pick-seed2"}, 5)
-		if pid, err := node.MasterPID(context.Background(), uri, time.Second); err == nil {
+		if pid, err := ros.MasterPID(context.Background(), uri, time.Second); err == nil {
 			t.Errorf("the roscore the demo started still answers (pid %d)", pid)
 		}
 	})
@@ -76,7 +76,7 @@ func TestDemo(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, "small-policy.safetensors")); err != nil {
 			t.Errorf("no fresh policy written: %v", err)
 		}
-		if _, err := node.MasterPID(context.Background(), m.URI, time.Second); err != nil {
+		if _, err := ros.MasterPID(context.Background(), m.URI, time.Second); err != nil {
 			t.Errorf("the running master was stopped: %v", err)
 		}
 		if !strings.Contains(stdout, "drawer") {

@@ -7,6 +7,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/node"
 )
 
@@ -18,7 +19,7 @@ func init() {
 // __ns:=, __log:=, __master:=, from:=to) may come anywhere on the command
 // line, as roslaunch appends them; the rest are this command's flags.
 func runNode(env *environment, args []string) error {
-	ros, err := node.ParseArgs("ttm_node", args, nil)
+	rosArgs, err := ros.ParseArgs("ttm_node", args, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -26,7 +27,7 @@ func runNode(env *environment, args []string) error {
 	policyPath := fs.String("policy", "", "policy checkpoint `file` (.safetensors), as written by ttm init --policy or training")
 	backbone := fs.String("backbone", "", "backbone ONNX `file` overriding the one the checkpoint names (its SHA-256 is still checked)")
 	threads := fs.Int("threads", 0, "threads for the backbone and the TTM (0: one per CPU)")
-	if err := parseFlags(fs, ros.Rest, false); err != nil {
+	if err := parseFlags(fs, rosArgs.Rest, false); err != nil {
 		return err
 	}
 	if err := requireFlag("policy", *policyPath); err != nil {
@@ -37,5 +38,5 @@ func runNode(env *environment, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return node.Run(ctx, node.Config{Args: ros, Policy: *policyPath, Backbone: *backbone, Threads: *threads, Log: env.log})
+	return node.Run(ctx, node.Config{Args: rosArgs, Policy: *policyPath, Backbone: *backbone, Threads: *threads, Log: env.log})
 }

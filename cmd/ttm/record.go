@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -39,7 +39,7 @@ learns from, and the labels stay the clean ones.`
 // runRecord builds a dataset folder, one bag per episode and index.json,
 // or with --ros records the node's live topics to one bag.
 func runRecord(env *environment, args []string) error {
-	ros, err := node.ParseArgs("ttm_record", args, nil)
+	rosArgs, err := ros.ParseArgs("ttm_record", args, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -65,7 +65,7 @@ func runRecord(env *environment, args []string) error {
 	slowSweep := fl.Float64("slow-sweep", 0, "expert: probability that an episode's first knock sweep is too slow to knock, so the expert sweeps again; with --label expert the learner sees a sweep that did not knock and the second one")
 	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
 	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-recall)")
-	if err := parseFlags(fl, ros.Rest, false); err != nil {
+	if err := parseFlags(fl, rosArgs.Rest, false); err != nil {
 		return err
 	}
 	if err := requireFlag("out", *out); err != nil {
@@ -81,9 +81,9 @@ func runRecord(env *environment, args []string) error {
 				return fmt.Errorf("%w: --%s does not apply to --ros", errUsage, f)
 			}
 		}
-		return recordLive(ctx, env, ros, *out, *duration)
+		return recordLive(ctx, env, rosArgs, *out, *duration)
 	}
-	if len(ros.Remaps) > 0 || len(ros.Params) > 0 || given["duration"] {
+	if len(rosArgs.Remaps) > 0 || len(rosArgs.Params) > 0 || given["duration"] {
 		return fmt.Errorf("%w: ROS arguments and --duration need --ros", errUsage)
 	}
 	if *experts == (*policyPath != "") {
@@ -341,11 +341,11 @@ func printDatasetTable(env *environment, ix *sim.Index) error {
 }
 
 // recordLive records the node's topics until SIGINT or the duration.
-func recordLive(ctx context.Context, env *environment, ros *node.Args, out string, d time.Duration) error {
+func recordLive(ctx context.Context, env *environment, rosArgs *ros.Args, out string, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%w: --duration %v is negative", errUsage, d)
 	}
-	stats, err := node.Record(ctx, node.RecordConfig{Args: ros, Out: out, Duration: d, Log: env.log})
+	stats, err := ros.Record(ctx, ros.RecordConfig{Args: rosArgs, Out: out, Duration: d, Log: env.log})
 	if err != nil {
 		return err
 	}

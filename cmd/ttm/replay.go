@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/sim/simnode"
 
-	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 	"github.com/ttmrobot/ttm/vision"
@@ -32,10 +33,10 @@ const replaySynopsis = `EPISODE.bag --policy CKPT.safetensors [--json] [--no-mem
 // runReplay replays a bag offline through the policy (the node's code
 // path: each frame decoded as an rgb8 sensor_msgs/Image into a
 // vision.Frame, then policy.Step) and reports the action error per
-// dimension, or with --ros republishes it on live topics (node.Replay:
-// goroslib publishers, fresh stamps).
+// dimension, or with --ros republishes it on live topics (ros.Replay:
+// fresh stamps).
 func runReplay(env *environment, args []string) error {
-	ros, err := node.ParseArgs("ttm_replay", args, nil)
+	rosArgs, err := ros.ParseArgs("ttm_replay", args, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -52,7 +53,7 @@ func runReplay(env *environment, args []string) error {
 	speed := fl.Float64("speed", 1, "--ros: multiple of the recorded rate")
 	// The bag may come before, between or after the flags.
 	var positional []string
-	for rest := ros.Rest; ; {
+	for rest := rosArgs.Rest; ; {
 		if err := parseFlags(fl, rest, true); err != nil {
 			return err
 		}
@@ -69,7 +70,7 @@ func runReplay(env *environment, args []string) error {
 	if *live == (*policyPath != "") {
 		return fmt.Errorf("%w: give exactly one of --policy and --ros", errUsage)
 	}
-	if !*live && (len(ros.Remaps) > 0 || len(ros.Params) > 0) {
+	if !*live && (len(rosArgs.Remaps) > 0 || len(rosArgs.Params) > 0) {
 		return fmt.Errorf("%w: ROS arguments need --ros", errUsage)
 	}
 	ep, err := sim.ReadEpisode(bag, sim.ReadOptions{Namespace: *ns, Topics: sim.Topics{Image: *imageTopic}, Instruction: *instruction,
@@ -80,7 +81,7 @@ func runReplay(env *environment, args []string) error {
 	if *live {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		return replayLive(ctx, env, ros, ep, *speed)
+		return replayLive(ctx, env, rosArgs, ep, *speed)
 	}
 	if *threads < 0 {
 		return fmt.Errorf("%w: --threads %d is negative", errUsage, *threads)
@@ -257,18 +258,8 @@ func printReplay(env *environment, rep *replayReport) error {
 
 // replayLive republishes the episode's frames to a running node, each
 // after the proprioception recorded with it, if any.
-func replayLive(ctx context.Context, env *environment, ros *node.Args, ep *sim.RecordedEpisode, speed float64) error {
-	var frames []node.ReplayFrame
-	var last []byte
-	t0 := ep.Steps[0].Stamp
-	for _, s := range ep.Steps {
-		if len(last) > 0 && &last[0] == &s.Image[0] {
-			continue // several actions on one frame: it was sent once
-		}
-		last = s.Image
-		frames = append(frames, node.ReplayFrame{At: s.Stamp.Sub(t0), Height: ep.Info.Height, Width: ep.Info.Width, RGB: s.Image, Proprio: s.Proprio})
-	}
-	stats, err := node.Replay(ctx, node.ReplayConfig{Args: ros, Instruction: ep.Info.Instruction, Frames: frames, ProprioLabel: ep.ProprioLabel,
+func replayLive(ctx context.Context, env *environment, rosArgs *ros.Args, ep *sim.RecordedEpisode, speed float64) error {
+	stats, err := ros.Replay(ctx, ros.ReplayConfig{Args: rosArgs, Instruction: ep.Info.Instruction, Frames: simnode.ReplayFrames(ep), ProprioLabel: ep.ProprioLabel,
 		Speed: speed, Log: env.log})
 	if err != nil {
 		return err

@@ -10,8 +10,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/sim/simnode"
 )
 
 // wantsROS reports whether a sim command line asks for --ros (before a
@@ -47,7 +48,7 @@ func runSimROS(env *environment, args []string) error {
 // until its episodes are done or ctx ends (then it reports what finished
 // and returns nil, as a ROS node told to shut down does).
 func simROS(ctx context.Context, env *environment, args []string) error {
-	ros, err := node.ParseArgs("ttm_sim", args, nil)
+	rosArgs, err := ros.ParseArgs("ttm_sim", args, nil)
 	if err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -61,19 +62,19 @@ func simROS(ctx context.Context, env *environment, args []string) error {
 	out := fl.String("out", "", "write each episode's headcam strip (PNG) and rollout (GIF) into `DIR`")
 	frames := fl.Int("frames", 10, "frames per episode in a strip")
 	gif := fl.Bool("gif", true, "with --out, also write an animated GIF of each episode")
-	actionTimeout := fl.Duration("action-timeout", node.DefaultSimActionTimeout, "publish the frame again when no action came within this long")
-	episodeTimeout := fl.Duration("episode-timeout", node.DefaultSimEpisodeTimeout, "give an episode up when no action came within this long")
-	startTimeout := fl.Duration("start-timeout", node.DefaultSimStartTimeout, "how long to wait for the policy node's first action")
+	actionTimeout := fl.Duration("action-timeout", simnode.DefaultActionTimeout, "publish the frame again when no action came within this long")
+	episodeTimeout := fl.Duration("episode-timeout", simnode.DefaultEpisodeTimeout, "give an episode up when no action came within this long")
+	startTimeout := fl.Duration("start-timeout", simnode.DefaultStartTimeout, "how long to wait for the policy node's first action")
 	noReset := fl.Bool("no-reset", false, "do not call the policy node's reset_memory service at episode starts")
 	expert := fl.Bool("expert", false, "(not with --ros)")
 	policyPath := fl.String("policy", "", "(not with --ros)")
-	if err := parseFlags(fl, ros.Rest, false); err != nil {
+	if err := parseFlags(fl, rosArgs.Rest, false); err != nil {
 		return err
 	}
 	if *expert || *policyPath != "" {
 		return fmt.Errorf("%w: --ros takes its actions from the policy node over ROS: drop --expert and --policy (run `ttm node --policy FILE` beside it)", errUsage)
 	}
-	conf := node.SimConfig{Args: ros, Episodes: *episodes, Seed: *seed, MaxSteps: *maxSteps, ActionTimeout: *actionTimeout,
+	conf := simnode.Config{Args: rosArgs, Episodes: *episodes, Seed: *seed, MaxSteps: *maxSteps, ActionTimeout: *actionTimeout,
 		EpisodeTimeout: *episodeTimeout, StartTimeout: *startTimeout, NoReset: *noReset, Log: env.log}
 	if conf.Tasks, err = sim.SelectTasks(*tasks); err != nil {
 		return fmt.Errorf("%w: --tasks: %v", errUsage, err)
@@ -102,7 +103,7 @@ func simROS(ctx context.Context, env *environment, args []string) error {
 	}
 
 	start := time.Now()
-	results, runErr := node.RunSim(ctx, conf)
+	results, runErr := simnode.Run(ctx, conf)
 	interrupted := runErr != nil && ctx.Err() != nil
 	if interrupted {
 		env.log.Info("interrupted; reporting the finished episodes", "episodes", len(results))
@@ -136,7 +137,7 @@ func simROS(ctx context.Context, env *environment, args []string) error {
 
 // rosTaskStats sums results per task, in the order of tasks; tasks with no
 // finished episode are left out.
-func rosTaskStats(tasks []*sim.Task, results []node.SimResult) []taskStats {
+func rosTaskStats(tasks []*sim.Task, results []simnode.Result) []taskStats {
 	var stats []taskStats
 	for _, t := range tasks {
 		st := taskStats{task: t}

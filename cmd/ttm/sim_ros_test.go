@@ -13,6 +13,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/sim"
@@ -226,7 +227,7 @@ func TestSimROSDrivesProprioPolicy(t *testing.T) {
 // if the test failed.
 func startTestPolicyNode(t *testing.T, m *rostest.Master, ckpt string, rosArgs ...string) *node.Node {
 	t.Helper()
-	args, err := node.ParseArgs("ttm_node", rosArgs, func(k string) (string, bool) {
+	args, err := ros.ParseArgs("ttm_node", rosArgs, func(k string) (string, bool) {
 		if k == "ROS_MASTER_URI" {
 			return m.URI, true
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/sim/simnode"
 )
 
 // episodeRecorder keeps the frames of the episode in progress and, when it
@@ -33,7 +33,7 @@ type episodeRecorder struct {
 }
 
 // frame keeps a copy of img; step 0 starts a new episode.
-func (r *episodeRecorder) frame(_ node.SimEpisode, step int, img []byte) {
+func (r *episodeRecorder) frame(_ simnode.Episode, step int, img []byte) {
 	if step == 0 {
 		r.spare = append(r.spare, r.frames...)
 		r.frames = r.frames[:0]
@@ -46,7 +46,7 @@ func (r *episodeRecorder) frame(_ node.SimEpisode, step int, img []byte) {
 }
 
 // finish writes the episode's strip and GIF.
-func (r *episodeRecorder) finish(res node.SimResult) {
+func (r *episodeRecorder) finish(res simnode.Result) {
 	if len(r.frames) == 0 {
 		return
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/sim/simnode"
 )
 
 // The colour cube's levels and the nearest level, against hand values.
@@ -109,9 +109,9 @@ func TestEpisodeRecorder(t *testing.T) {
 			for i := range img {
 				img[i] = byte(40 * s)
 			}
-			r.frame(node.SimEpisode{Index: ep}, s, img)
+			r.frame(simnode.Episode{Index: ep}, s, img)
 		}
-		r.finish(node.SimResult{Index: ep, Result: sim.Result{Task: "pick", Seed: uint64(ep + 1), Success: ep == 0}})
+		r.finish(simnode.Result{Index: ep, Result: sim.Result{Task: "pick", Seed: uint64(ep + 1), Success: ep == 0}})
 	}
 	if r.err != nil || len(r.written) != 4 {
 		t.Fatalf("written %v, error %v", r.written, r.err)

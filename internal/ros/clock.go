@@ -1,12 +1,10 @@
-package node
+package ros
 
 import (
 	"context"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/bluenviron/goroslib/v2"
 )
 
 // Clock is the time the control loop runs on: the wall clock, ROS time
@@ -120,27 +118,32 @@ func (c *ManualClock) WaitUntil(ctx context.Context, t time.Time, wake <-chan st
 	}
 }
 
-// simClockPoll is how often simClock looks at ROS time while waiting.
+// simClockPoll is how often SimClock looks at ROS time while waiting.
 const simClockPoll = time.Millisecond
 
-// simClock is ROS time with /use_sim_time set: the time of the last /clock
+// SimClock is ROS time with /use_sim_time set: the time of the last /clock
 // message, as the current goroslib node received it. goroslib subscribes
 // /clock itself (a node may subscribe a topic once), so the clock reads the
 // node's TimeNow; the supervisor swaps the node when it re-creates it.
 // While there is no node, or the new node has not received /clock yet
 // (goroslib then reads the Unix epoch), the last time seen is kept: ROS
 // time does not jump back to zero across a master restart.
-type simClock struct {
-	node atomic.Pointer[goroslib.Node]
+type SimClock struct {
+	node atomic.Pointer[Node]
 	last atomic.Int64 // Unix nanoseconds of the last valid reading
 	tick *time.Ticker
 }
 
-func newSimClock() *simClock { return &simClock{} }
+// NewSimClock returns ROS time with no node yet: it reads the Unix epoch
+// until SetNode gives it one that has received /clock.
+func NewSimClock() *SimClock { return &SimClock{} }
 
-func (c *simClock) setNode(n *goroslib.Node) { c.node.Store(n) }
+// SetNode makes the clock read n's ROS time; nil while there is no node.
+// Call it from Setup and Teardown.
+func (c *SimClock) SetNode(n *Node) { c.node.Store(n) }
 
-func (c *simClock) Now() time.Time {
+// Now returns the current ROS time.
+func (c *SimClock) Now() time.Time {
 	if n := c.node.Load(); n != nil {
 		if t := n.TimeNow(); t.UnixNano() > 0 {
 			c.last.Store(t.UnixNano())
@@ -153,7 +156,7 @@ func (c *simClock) Now() time.Time {
 // WaitUntil polls ROS time every millisecond of wall time: /clock messages
 // arrive on goroslib's goroutines, and a node swap would orphan a sleep
 // registered with the old node.
-func (c *simClock) WaitUntil(ctx context.Context, t time.Time, wake <-chan struct{}) WaitResult {
+func (c *SimClock) WaitUntil(ctx context.Context, t time.Time, wake <-chan struct{}) WaitResult {
 	if c.tick == nil {
 		c.tick = time.NewTicker(simClockPoll)
 	} else {

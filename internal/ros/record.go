@@ -1,4 +1,4 @@
-package node
+package ros
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/hashicorp/go-hclog"
@@ -55,7 +54,7 @@ type recordMsg struct {
 	msg   rosbag.Message
 }
 
-// Record subscribes to the node's topics and writes what arrives to a bag,
+// Record subscribes to the policy node's topics and writes what arrives to a bag,
 // like `rosbag record`: each message stamped with its arrival time (wall
 // clock), with the exact ROS message definitions, so rosbag play and
 // rostopic echo -b read it and sim.ReadEpisode / ttm replay replay it. The
@@ -69,7 +68,7 @@ type recordMsg struct {
 func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 	stats := RecordStats{Messages: map[string]int{}}
 	if conf.Args == nil || conf.Out == "" {
-		return stats, errors.New("node: record: Args and Out are required")
+		return stats, errors.New("ros: record: Args and Out are required")
 	}
 	if conf.Topics == nil {
 		conf.Topics = RecordTopics
@@ -87,11 +86,11 @@ func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 			known = known || k == t
 		}
 		if !known {
-			return stats, fmt.Errorf("node: record: topic %q is not one of %v", t, RecordTopics)
+			return stats, fmt.Errorf("ros: record: topic %q is not one of %v", t, RecordTopics)
 		}
 		r, err := conf.Args.Resolve(t)
 		if err != nil {
-			return stats, fmt.Errorf("node: record: resolve %s: %w", t, err)
+			return stats, fmt.Errorf("ros: record: resolve %s: %w", t, err)
 		}
 		names[t] = r
 	}
@@ -117,8 +116,8 @@ func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 			dropped.Add(1)
 		}
 	}
-	var subs []*goroslib.Subscriber
-	setup := func(n *goroslib.Node) error {
+	var subs []*Subscriber
+	setup := func(n *Node) error {
 		for def, name := range names {
 			var cb any
 			switch def {
@@ -138,7 +137,7 @@ func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 			case TopicEpisodeDone:
 				cb = func(m *std_msgs.Bool) { put(name, &rosbag.Bool{Data: m.Data}) }
 			}
-			s, err := goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: name, Callback: cb})
+			s, err := NewSubscriber(SubscriberConf{Node: n, Topic: name, Callback: cb})
 			if err != nil {
 				return fmt.Errorf("subscribe %s: %w", name, err)
 			}
@@ -212,7 +211,7 @@ loop:
 	stats.Dropped = dropped.Load()
 	if werr != nil {
 		w.Abort()
-		return stats, fmt.Errorf("node: record %s: %w", conf.Out, werr)
+		return stats, fmt.Errorf("ros: record %s: %w", conf.Out, werr)
 	}
 	if err := w.Close(); err != nil {
 		return stats, err

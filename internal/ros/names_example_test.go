@@ -1,13 +1,13 @@
-package node_test
+package ros_test
 
 import (
 	"fmt"
 
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 )
 
 func ExampleResolver() {
-	r, err := node.NewResolver("/ns/node", []node.Remap{{From: "image", To: "/cam/image"}})
+	r, err := ros.NewResolver("/ns/node", []ros.Remap{{From: "image", To: "/cam/image"}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,4 +1,4 @@
-package node
+package simnode
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 
+	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -186,7 +188,7 @@ func TestTerminateConfirmed(t *testing.T) {
 		{"no episode_done at all", 0, false, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &SimNode{io: &simIO{doneIn: make(chan struct{}, 1)}}
+			s := &Node{io: &simIO{doneIn: make(chan struct{}, 1)}}
 			at := time.Now()
 			if tc.offset != 0 {
 				s.io.doneLog[0] = doneMsg{at: at.Add(tc.offset), done: tc.done}
@@ -202,7 +204,7 @@ func TestTerminateConfirmed(t *testing.T) {
 		})
 	}
 	// A message that comes while waiting is seen.
-	s := &SimNode{io: &simIO{doneIn: make(chan struct{}, 1)}}
+	s := &Node{io: &simIO{doneIn: make(chan struct{}, 1)}}
 	at := time.Now()
 	go func() {
 		time.Sleep(5 * time.Millisecond)
@@ -213,27 +215,27 @@ func TestTerminateConfirmed(t *testing.T) {
 	}
 }
 
-func TestStartSimRefuses(t *testing.T) {
-	a, err := ParseArgs("ttm_sim", nil, envOf(map[string]string{"ROS_MASTER_URI": "http://127.0.0.1:1"}))
+func TestStartRefuses(t *testing.T) {
+	a, err := ros.ParseArgs("ttm_sim", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": "http://127.0.0.1:1"}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pick, _ := sim.TaskByName("pick")
 	for _, tc := range []struct {
 		name string
-		conf SimConfig
+		conf Config
 		want string
 	}{
-		{"no args", SimConfig{Tasks: []*sim.Task{pick}}, "Args is nil"},
-		{"no tasks", SimConfig{Args: a}, "no tasks"},
-		{"nil task", SimConfig{Args: a, Tasks: []*sim.Task{nil}}, "task 0 is nil"},
-		{"negative episodes", SimConfig{Args: a, Tasks: []*sim.Task{pick}, Episodes: -1}, "episodes -1"},
-		{"negative max steps", SimConfig{Args: a, Tasks: []*sim.Task{pick}, MaxSteps: -2}, "max steps -2"},
-		{"tiny image", SimConfig{Args: a, Tasks: []*sim.Task{pick}, Height: 4, Width: 64}, "image size 4x64"},
-		{"timeouts", SimConfig{Args: a, Tasks: []*sim.Task{pick}, ActionTimeout: time.Second, EpisodeTimeout: time.Millisecond}, "shorter than the action timeout"},
+		{"no args", Config{Tasks: []*sim.Task{pick}}, "ros.Args is nil"},
+		{"no tasks", Config{Args: a}, "no tasks"},
+		{"nil task", Config{Args: a, Tasks: []*sim.Task{nil}}, "task 0 is nil"},
+		{"negative episodes", Config{Args: a, Tasks: []*sim.Task{pick}, Episodes: -1}, "episodes -1"},
+		{"negative max steps", Config{Args: a, Tasks: []*sim.Task{pick}, MaxSteps: -2}, "max steps -2"},
+		{"tiny image", Config{Args: a, Tasks: []*sim.Task{pick}, Height: 4, Width: 64}, "image size 4x64"},
+		{"timeouts", Config{Args: a, Tasks: []*sim.Task{pick}, ActionTimeout: time.Second, EpisodeTimeout: time.Millisecond}, "shorter than the action timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := StartSim(context.Background(), tc.conf)
+			s, err := Start(context.Background(), tc.conf)
 			if err == nil {
 				s.Close()
 				t.Fatal("started")
@@ -243,53 +245,4 @@ func TestStartSimRefuses(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestResetAnswer(t *testing.T) {
-	for _, tc := range []struct {
-		text  string
-		named bool
-		want  string
-	}{
-		{"pick up the coke can", true, `memory reset: a new episode started with instruction "pick up the coke can"`},
-		{`say "hi"\now`, true, `memory reset: a new episode started with instruction "say \"hi\"\\now"`},
-		{"", true, `memory reset: a new episode started with instruction ""`},
-		{"an embedding's episode", false, "memory reset: a new episode started"},
-	} {
-		got := resetAnswer(tc.text, tc.named)
-		if got != tc.want {
-			t.Errorf("resetAnswer(%q, %v) = %q, want %q", tc.text, tc.named, got, tc.want)
-		}
-		text, named := parseResetAnswer(got)
-		if named != tc.named || named && text != tc.text {
-			t.Errorf("parseResetAnswer(%q) = %q, %v; want %q, %v", got, text, named, tc.text, tc.named)
-		}
-	}
-	for _, msg := range []string{
-		"",
-		"memory reset: a new episode started", // an older policy node: names nothing
-		"memory reset: a new episode started with", // cut short
-		`memory reset: a new episode started with instruction "unterminated`,
-		`memory reset: a new episode started with instruction "a" and more`,
-		`memory reset requested but not applied within 1s`,
-	} {
-		if text, named := parseResetAnswer(msg); named {
-			t.Errorf("parseResetAnswer(%q) = %q, named; want nothing named", msg, text)
-		}
-	}
-}
-
-func FuzzParseResetAnswer(f *testing.F) {
-	f.Add("memory reset: a new episode started")
-	f.Add(resetAnswer("open the top drawer", true))
-	f.Add(`memory reset: a new episode started with instruction "\xff"`)
-	f.Fuzz(func(t *testing.T, msg string) {
-		text, named := parseResetAnswer(msg)
-		if !named {
-			return
-		}
-		if again, ok := parseResetAnswer(resetAnswer(text, true)); !ok || again != text {
-			t.Errorf("%q names %q, which does not survive a round trip (%q, %v)", msg, text, again, ok)
-		}
-	})
 }

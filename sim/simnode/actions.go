@@ -1,4 +1,4 @@
-package node
+package simnode
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 )
 
 // simQueueLen bounds the simulator's queue of received actions. In lockstep
@@ -108,7 +109,7 @@ func checkAction(data []float32, sizes []uint32, offset uint32) error {
 		return fmt.Errorf("layout.data_offset is %d, want 0", offset)
 	}
 	if len(data) != simSpace.Len() {
-		return fmt.Errorf("action has %d values, want %d (RT-1 layout: %s)", len(data), simSpace.Len(), ActionLabel(simSpace))
+		return fmt.Errorf("action has %d values, want %d (RT-1 layout: %s)", len(data), simSpace.Len(), ros.ActionLabel(simSpace))
 	}
 	if len(sizes) > 0 && sizes[0] != uint32(len(data)) {
 		return fmt.Errorf("layout.dim[0].size is %d but the action has %d values", sizes[0], len(data))

@@ -1,21 +1,18 @@
-package node
+package ros
 
 import (
 	"math"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// envOf returns a LookupEnv over a fixed map (never the process environment).
-func envOf(kv map[string]string) LookupEnv {
-	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
-}
+	"github.com/ttmrobot/ttm/internal/rostest"
+)
 
 func TestParseArgsFullCommandLine(t *testing.T) {
 	args := []string{"node", "--policy", "X", "_rate:=10", "__name:=foo", "image:=/cam/image",
 		"--verbose", "__ns:=robot", "~out:=status", "_gains:=[1, 2.5]", "__log:=/tmp/foo.log", "pos"}
-	a, err := ParseArgs("ttm_node", args, envOf(nil))
+	a, err := ParseArgs("ttm_node", args, rostest.Env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +77,7 @@ func TestParseArgsEnvironmentPrecedence(t *testing.T) {
 		{"last occurrence wins", []string{"__ns:=/a", "__ns:=/b"}, nil, DefaultMasterURI, "/b", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			a, err := ParseArgs("n", tc.args, envOf(tc.env))
+			a, err := ParseArgs("n", tc.args, rostest.Env(tc.env))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,15 +125,15 @@ func TestParseArgsErrors(t *testing.T) {
 		{nil, map[string]string{"ROS_HOSTNAME": "-bad"}, "ROS_HOSTNAME=-bad"},
 		{nil, map[string]string{"ROS_NAMESPACE": "~p"}, "ROS_NAMESPACE=~p"},
 	} {
-		_, err := ParseArgs("node", tc.args, envOf(tc.env))
+		_, err := ParseArgs("node", tc.args, rostest.Env(tc.env))
 		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("ParseArgs(%q, env %v) = %v, want error containing %q", tc.args, tc.env, err, tc.wantErr)
 		}
 	}
-	if _, err := ParseArgs("", nil, envOf(nil)); err == nil || !strings.Contains(err.Error(), "node name is empty") {
+	if _, err := ParseArgs("", nil, rostest.Env(nil)); err == nil || !strings.Contains(err.Error(), "node name is empty") {
 		t.Errorf("ParseArgs without a name = %v, want a node name error", err)
 	}
-	if _, err := ParseArgs("bad-name", nil, envOf(nil)); err == nil || !strings.Contains(err.Error(), "node name") {
+	if _, err := ParseArgs("bad-name", nil, rostest.Env(nil)); err == nil || !strings.Contains(err.Error(), "node name") {
 		t.Errorf("ParseArgs with default name bad-name = %v, want a node name error", err)
 	}
 }
@@ -145,7 +142,7 @@ func TestParseArgsErrors(t *testing.T) {
 // in order; flags that happen to hold ":=" too.
 func TestParseArgsLeavesFlags(t *testing.T) {
 	args := []string{"-x=a:=b", "--", "--opt", "a:b", "=", "plain", "_under", "__dunder"}
-	a, err := ParseArgs("n", args, envOf(nil))
+	a, err := ParseArgs("n", args, rostest.Env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +155,7 @@ func TestParseArgsLeavesFlags(t *testing.T) {
 }
 
 func TestParseArgsSpecialAndWhitespace(t *testing.T) {
-	a, err := ParseArgs("n", []string{" a := b ", "__future_key:=1", "_s:= 'x y' "}, envOf(nil))
+	a, err := ParseArgs("n", []string{" a := b ", "__future_key:=1", "_s:= 'x y' "}, rostest.Env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +224,7 @@ func FuzzParseArgs(f *testing.F) {
 	f.Add("", "robot")
 	f.Fuzz(func(t *testing.T, joined, envNS string) {
 		args := strings.Split(joined, "\x00")
-		a, err := ParseArgs("fuzz_node", args, envOf(map[string]string{"ROS_NAMESPACE": envNS}))
+		a, err := ParseArgs("fuzz_node", args, rostest.Env(map[string]string{"ROS_NAMESPACE": envNS}))
 		if err != nil {
 			if err.Error() == "" {
 				t.Fatal("empty error message")

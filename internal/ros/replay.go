@@ -1,4 +1,4 @@
-package node
+package ros
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/hashicorp/go-hclog"
@@ -64,13 +63,13 @@ type ReplayStats struct {
 func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	var stats ReplayStats
 	if conf.Args == nil || len(conf.Frames) == 0 || conf.Instruction == "" {
-		return stats, errors.New("node: replay: Args, an instruction and frames are required")
+		return stats, errors.New("ros: replay: Args, an instruction and frames are required")
 	}
 	if conf.Speed == 0 {
 		conf.Speed = 1
 	}
 	if !(conf.Speed > 0) {
-		return stats, fmt.Errorf("node: replay: speed %v must be positive", conf.Speed)
+		return stats, fmt.Errorf("ros: replay: speed %v must be positive", conf.Speed)
 	}
 	if conf.Wait <= 0 {
 		conf.Wait = 30 * time.Second
@@ -81,12 +80,12 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	proprioLen := 0
 	for i, f := range conf.Frames {
 		if f.Height <= 0 || f.Width <= 0 || len(f.RGB) != 3*f.Height*f.Width {
-			return stats, fmt.Errorf("node: replay: frame %d: %d bytes for %dx%d rgb8", i, len(f.RGB), f.Height, f.Width)
+			return stats, fmt.Errorf("ros: replay: frame %d: %d bytes for %dx%d rgb8", i, len(f.RGB), f.Height, f.Width)
 		}
 		switch {
 		case f.Proprio == nil:
 		case len(f.Proprio) == 0 || (proprioLen > 0 && len(f.Proprio) != proprioLen):
-			return stats, fmt.Errorf("node: replay: frame %d: proprioception of %d values, the frames before had %d", i, len(f.Proprio), proprioLen)
+			return stats, fmt.Errorf("ros: replay: frame %d: proprioception of %d values, the frames before had %d", i, len(f.Proprio), proprioLen)
 		default:
 			proprioLen = len(f.Proprio)
 		}
@@ -95,37 +94,37 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	for _, t := range []string{TopicImage, TopicProprio, TopicInstruction, TopicAction} {
 		r, err := conf.Args.Resolve(t)
 		if err != nil {
-			return stats, fmt.Errorf("node: replay: resolve %s: %w", t, err)
+			return stats, fmt.Errorf("ros: replay: resolve %s: %w", t, err)
 		}
 		names[t] = r
 	}
 
 	var (
 		mu                  sync.Mutex // mu guards img, proprio, instr, node
-		img, proprio, instr *goroslib.Publisher
-		node                *goroslib.Node
+		img, proprio, instr *Publisher
+		node                *Node
 		actions             atomic.Int64
-		sub                 *goroslib.Subscriber
+		sub                 *Subscriber
 		connected           = make(chan struct{})
 		connectOnce         sync.Once
 	)
-	setup := func(n *goroslib.Node) error {
+	setup := func(n *Node) error {
 		var err error
 		mu.Lock()
 		defer mu.Unlock()
-		if img, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: names[TopicImage], Msg: &sensor_msgs.Image{}}); err != nil {
+		if img, err = NewPublisher(PublisherConf{Node: n, Topic: names[TopicImage], Msg: &sensor_msgs.Image{}}); err != nil {
 			return err
 		}
 		if proprioLen > 0 {
-			if proprio, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: names[TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true}); err != nil {
+			if proprio, err = NewPublisher(PublisherConf{Node: n, Topic: names[TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true}); err != nil {
 				return err
 			}
 		}
-		if instr, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: names[TopicInstruction], Msg: &std_msgs.String{}, Latch: true}); err != nil {
+		if instr, err = NewPublisher(PublisherConf{Node: n, Topic: names[TopicInstruction], Msg: &std_msgs.String{}, Latch: true}); err != nil {
 			return err
 		}
 		instr.Write(&std_msgs.String{Data: conf.Instruction})
-		if sub, err = goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: names[TopicAction],
+		if sub, err = NewSubscriber(SubscriberConf{Node: n, Topic: names[TopicAction],
 			Callback: func(*std_msgs.Float32MultiArray) { actions.Add(1) }}); err != nil {
 			return err
 		}
@@ -136,7 +135,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	teardown := func() {
 		mu.Lock()
 		defer mu.Unlock()
-		for _, p := range []*goroslib.Publisher{img, proprio, instr} {
+		for _, p := range []*Publisher{img, proprio, instr} {
 			if p != nil {
 				p.Close()
 			}
@@ -158,7 +157,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	select {
 	case <-connected:
 	case <-deadline.C:
-		return stats, fmt.Errorf("node: replay: no ROS master at %s within %v", conf.Args.MasterURI, conf.Wait)
+		return stats, fmt.Errorf("ros: replay: no ROS master at %s within %v", conf.Args.MasterURI, conf.Wait)
 	case <-ctx.Done():
 		return stats, ctx.Err()
 	}
@@ -167,15 +166,13 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		n := node
 		mu.Unlock()
 		if n != nil {
-			if topics, err := n.MasterGetTopics(); err == nil {
-				if t, ok := topics[names[TopicImage]]; ok && len(t.Subscribers) > 0 {
-					break
-				}
+			if subs, err := n.Subscribers(names[TopicImage]); err == nil && subs > 0 {
+				break
 			}
 		}
 		select {
 		case <-deadline.C:
-			return stats, fmt.Errorf("node: replay: nothing subscribed to %s within %v", names[TopicImage], conf.Wait)
+			return stats, fmt.Errorf("ros: replay: nothing subscribed to %s within %v", names[TopicImage], conf.Wait)
 		case <-ctx.Done():
 			return stats, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
@@ -184,7 +181,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 	time.Sleep(200 * time.Millisecond) // let the subscriber's connection and the latched instruction arrive, as rosbag play does
 	conf.Log.Info("replaying", "frames", len(conf.Frames), "image", names[TopicImage], "instruction", conf.Instruction, "speed", conf.Speed,
 		"proprio_values", proprioLen)
-	proprioLayout := labelledLayout(conf.ProprioLabel, proprioLen)
+	proprioLayout := LabelledLayout(conf.ProprioLabel, proprioLen)
 
 	start := time.Now()
 	before := actions.Load()

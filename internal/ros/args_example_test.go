@@ -1,16 +1,16 @@
-package node_test
+package ros_test
 
 import (
 	"fmt"
 
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 )
 
 // A command line as roslaunch passes it to `ttm node`: the binary's own flags
 // come back in Rest, the ROS arguments are applied.
 func ExampleParseArgs() {
 	noEnv := func(string) (string, bool) { return "", false }
-	a, err := node.ParseArgs("ttm_node", []string{
+	a, err := ros.ParseArgs("ttm_node", []string{
 		"--policy", "robot.safetensors",
 		"__name:=policy", "__ns:=/robot", "headcam/image_raw:=/cam/image", "_rate:=3", "_bounds:=[-1, 1]",
 	}, noEnv)
@@ -28,7 +28,7 @@ func ExampleParseArgs() {
 		fmt.Printf("%s = %v (%T)\n", p.Key, p.Value, p.Value)
 	}
 
-	_, err = node.ParseArgs("ttm_node", []string{"__name:=robot/policy"}, noEnv)
+	_, err = ros.ParseArgs("ttm_node", []string{"__name:=robot/policy"}, noEnv)
 	fmt.Println(err)
 	// Output:
 	// node: /robot/policy master: http://localhost:11311

@@ -1,4 +1,4 @@
-package node
+package simnode
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
-	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_srvs"
@@ -35,7 +35,7 @@ type simIO struct {
 	instr   string
 
 	svcMu sync.Mutex // svcMu guards svc and every call through it
-	svc   *goroslib.ServiceClient
+	svc   *ros.ServiceClient
 
 	doneMu   sync.Mutex // doneMu guards doneLog
 	doneLog  [8]doneMsg // the last episode_done messages, a ring
@@ -44,7 +44,7 @@ type simIO struct {
 
 	// Owned by the supervisor goroutine (setup, teardown).
 	created *simPublishers
-	subs    []*goroslib.Subscriber
+	subs    []*ros.Subscriber
 }
 
 // doneMsg is one episode_done message and its arrival time.
@@ -54,43 +54,31 @@ type doneMsg struct {
 }
 
 type simPublishers struct {
-	image, instruction, proprio *goroslib.Publisher
+	image, instruction, proprio *ros.Publisher
 }
 
 // The simulator node's names, by default name: it publishes the headcam,
 // the robot's proprioception and the instruction, subscribes to the policy's action and episode_done
 // and calls the policy node's reset_memory service.
-var simNames = []string{TopicImage, TopicProprio, TopicInstruction, TopicAction, TopicEpisodeDone, ServiceResetMemory}
+var simNames = []string{ros.TopicImage, ros.TopicProprio, ros.TopicInstruction, ros.TopicAction, ros.TopicEpisodeDone, ros.ServiceResetMemory}
 
-func resolveSimNames(a *Args) (map[string]string, error) {
-	out := make(map[string]string, len(simNames))
-	for _, n := range simNames {
-		r, err := a.Resolve(n)
-		if err != nil {
-			return nil, fmt.Errorf("resolve %s: %w", n, err)
-		}
-		out[n] = r
-	}
-	return out, nil
-}
-
-func (s *simIO) setup(n *goroslib.Node) error {
+func (s *simIO) setup(n *ros.Node) error {
 	p := &simPublishers{}
 	s.created = p
 	var err error
 	// Latched: a policy node that connects late (or again) gets the current
 	// frame at once instead of after the action timeout.
-	p.image, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: s.names[TopicImage], Msg: &sensor_msgs.Image{}, Latch: true})
+	p.image, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[ros.TopicImage], Msg: &sensor_msgs.Image{}, Latch: true})
 	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.names[TopicImage], err)
+		return fmt.Errorf("publish %s: %w", s.names[ros.TopicImage], err)
 	}
-	p.proprio, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: s.names[TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true})
+	p.proprio, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[ros.TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true})
 	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.names[TopicProprio], err)
+		return fmt.Errorf("publish %s: %w", s.names[ros.TopicProprio], err)
 	}
-	p.instruction, err = goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: s.names[TopicInstruction], Msg: &std_msgs.String{}, Latch: true})
+	p.instruction, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[ros.TopicInstruction], Msg: &std_msgs.String{}, Latch: true})
 	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.names[TopicInstruction], err)
+		return fmt.Errorf("publish %s: %w", s.names[ros.TopicInstruction], err)
 	}
 	s.instrMu.Lock()
 	if s.instr != "" {
@@ -103,19 +91,19 @@ func (s *simIO) setup(n *goroslib.Node) error {
 		name string
 		cb   any
 	}{
-		{TopicAction, s.onAction},
-		{TopicEpisodeDone, s.onDone},
+		{ros.TopicAction, s.onAction},
+		{ros.TopicEpisodeDone, s.onDone},
 	} {
-		sub, err := goroslib.NewSubscriber(goroslib.SubscriberConf{Node: n, Topic: s.names[sc.name], Callback: sc.cb})
+		sub, err := ros.NewSubscriber(ros.SubscriberConf{Node: n, Topic: s.names[sc.name], Callback: sc.cb})
 		if err != nil {
 			return fmt.Errorf("subscribe %s: %w", s.names[sc.name], err)
 		}
 		s.subs = append(s.subs, sub)
 	}
 	if s.reset {
-		c, err := goroslib.NewServiceClient(goroslib.ServiceClientConf{Node: n, Name: s.names[ServiceResetMemory], Srv: &std_srvs.Trigger{}})
+		c, err := ros.NewServiceClient(ros.ServiceClientConf{Node: n, Name: s.names[ros.ServiceResetMemory], Srv: &std_srvs.Trigger{}})
 		if err != nil {
-			return fmt.Errorf("service client %s: %w", s.names[ServiceResetMemory], err)
+			return fmt.Errorf("service client %s: %w", s.names[ros.ServiceResetMemory], err)
 		}
 		s.svcMu.Lock()
 		s.svc = c
@@ -137,7 +125,7 @@ func (s *simIO) teardown() {
 	}
 	s.svcMu.Unlock()
 	if p := s.created; p != nil {
-		for _, pub := range []*goroslib.Publisher{p.image, p.instruction} {
+		for _, pub := range []*ros.Publisher{p.image, p.instruction} {
 			if pub != nil {
 				pub.Close()
 			}
@@ -228,7 +216,7 @@ func (s *simIO) publishFrame(img []byte, proprio []float32, h, w int, seq uint32
 		return false
 	}
 	p.proprio.Write(&std_msgs.Float32MultiArray{
-		Layout: labelledLayout(strings.Join(action.ArmProprio, ";"), len(proprio)),
+		Layout: ros.LabelledLayout(strings.Join(action.ArmProprio, ";"), len(proprio)),
 		Data:   slices.Clone(proprio),
 	})
 	p.image.Write(&sensor_msgs.Image{

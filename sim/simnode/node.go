@@ -1,4 +1,4 @@
-package node
+package simnode
 
 import (
 	"context"
@@ -9,31 +9,32 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/sim"
 )
 
-// Defaults of SimConfig.
+// Defaults of Config.
 const (
-	DefaultSimActionTimeout  = 2 * time.Second
-	DefaultSimEpisodeTimeout = 30 * time.Second
-	DefaultSimStartTimeout   = 2 * time.Minute
-	DefaultSimResetTimeout   = 5 * time.Second
-	DefaultSimProgressEvery  = 10
+	DefaultActionTimeout  = 2 * time.Second
+	DefaultEpisodeTimeout = 30 * time.Second
+	DefaultStartTimeout   = 2 * time.Minute
+	DefaultResetTimeout   = 5 * time.Second
+	DefaultProgressEvery  = 10
 )
 
-// ErrNoActions is returned by SimNode.Wait when an episode got no action
+// ErrNoActions is returned by Node.Wait when an episode got no action
 // at all from the policy node within its timeout: nothing drives the
 // simulator.
 var ErrNoActions = errors.New("no action from the policy node")
 
-// SimConfig configures a SimNode.
-type SimConfig struct {
+// Config configures a Node.
+type Config struct {
 	// Args is the node's ROS command line and environment (ParseArgs).
 	// Required.
-	Args *Args
+	Args *ros.Args
 	// Tasks are run one after another, Episodes episodes each. Required.
 	Tasks []*sim.Task
 	// Episodes per task. It defaults to 1.
@@ -50,14 +51,14 @@ type SimConfig struct {
 	// ActionTimeout: when no action came this long after a frame was
 	// published, the frame is published again with a fresh stamp (the
 	// policy node fails closed on stale frames). It defaults to
-	// DefaultSimActionTimeout.
+	// DefaultActionTimeout.
 	ActionTimeout time.Duration
 	// EpisodeTimeout: when no action came this long, the episode is given
-	// up (Stalled). It defaults to DefaultSimEpisodeTimeout.
+	// up (Stalled). It defaults to DefaultEpisodeTimeout.
 	EpisodeTimeout time.Duration
 	// StartTimeout replaces EpisodeTimeout until the first action of the
 	// run arrives (the policy node may still be loading and warming up). It
-	// defaults to DefaultSimStartTimeout.
+	// defaults to DefaultStartTimeout.
 	StartTimeout time.Duration
 	// NoReset turns off the call to the policy node's reset_memory service
 	// at every episode start; the new instruction alone then starts the
@@ -66,17 +67,17 @@ type SimConfig struct {
 	// ResetTimeout bounds each reset_memory call, and the time spent
 	// calling again while the policy node answers that its new episode
 	// started with the previous instruction (the new one still on its
-	// way). It defaults to DefaultSimResetTimeout.
+	// way). It defaults to DefaultResetTimeout.
 	ResetTimeout time.Duration
 	// ProgressEvery: log the episode's progress every that many steps. It
-	// defaults to DefaultSimProgressEvery; negative turns it off.
+	// defaults to DefaultProgressEvery; negative turns it off.
 	ProgressEvery int
 	// Frame, if not nil, sees every frame of every episode: the frame
 	// before each step (step = 0, 1, ...) and, last, the final frame. img is
 	// reused after the call. It runs on the stepping goroutine.
-	Frame func(ep SimEpisode, step int, img []byte)
+	Frame func(ep Episode, step int, img []byte)
 	// EpisodeDone, if not nil, is called with each episode's result.
-	EpisodeDone func(r SimResult)
+	EpisodeDone func(r Result)
 	// Log defaults to a logger that discards everything.
 	Log hclog.Logger
 	// PollInterval is how often the supervisor checks the master
@@ -84,30 +85,30 @@ type SimConfig struct {
 	PollInterval time.Duration
 }
 
-// SimEpisode identifies an episode of a run.
-type SimEpisode struct {
+// Episode identifies an episode of a run.
+type Episode struct {
 	Task        *sim.Task
 	Seed        uint64
 	Index       int // in the run, from 0
 	Instruction string
 }
 
-// SimResult is the outcome of one episode driven over ROS.
-type SimResult struct {
+// Result is the outcome of one episode driven over ROS.
+type Result struct {
 	sim.Result
 	Index int
 	// Stalled: no action came within the episode timeout; the episode was
 	// given up where it stood.
 	Stalled bool
-	// Capped: the episode ended at SimConfig.MaxSteps.
+	// Capped: the episode ended at Config.MaxSteps.
 	Capped      bool
 	Rejected    int // malformed actions refused in this episode
 	Republished int // frames published again after ActionTimeout
 	Elapsed     time.Duration
 }
 
-// SimStats counts what a SimNode did so far.
-type SimStats struct {
+// Stats counts what a Node did so far.
+type Stats struct {
 	Episodes        int    // episodes started
 	EpisodesDone    int    // episodes finished (ended, capped or stalled)
 	Stalled         int    // episodes given up
@@ -124,7 +125,7 @@ type SimStats struct {
 	HeldTerminate   uint64 // stop actions holding a terminate mode the policy did not choose (never applied)
 }
 
-// SimNode is the simulator as a ROS node: for each episode it publishes the
+// Node is the simulator as a ROS node: for each episode it publishes the
 // instruction (latched) and the headcam frames, and steps the simulator
 // with the actions the policy node publishes.
 //
@@ -132,7 +133,7 @@ type SimStats struct {
 // action that arrives after it, apply it (sim.Episode.Step), render and
 // publish the next frame. A policy node at a fixed rate acts on each new
 // frame at its next tick, so every tick answers one frame. Actions that
-// arrived before the frame are dropped (SimStats.Ignored); malformed ones
+// arrived before the frame are dropped (Stats.Ignored); malformed ones
 // (wrong length, NaN or Inf) are logged and not applied (Rejected); a stop
 // action that merely holds an earlier terminate mode is not applied either
 // (HeldTerminate, see terminateConfirmed). Other stop actions of the policy
@@ -149,34 +150,34 @@ type SimStats struct {
 // A frame goes out right after the action it follows, so the policy node's
 // next tick sees it almost a period old: the policy node's ~max_image_age
 // must be longer than its period, or it refuses every frame as stale.
-type SimNode struct {
-	conf  SimConfig
+type Node struct {
+	conf  Config
 	log   hclog.Logger
 	io    *simIO
 	queue *actionQueue
-	sup   *Supervisor
+	sup   *ros.Supervisor
 
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the run ends
 	close  sync.Once
 
 	// Set by the run goroutine before done is closed.
-	results []SimResult
+	results []Result
 	err     error
 
 	statsMu sync.Mutex // statsMu guards stats
-	stats   SimStats
+	stats   Stats
 	frames  atomic.Uint64
 	gotAny  atomic.Bool // an action arrived during this run
 
 	warnedNoDone bool // owned by the run goroutine
 }
 
-// StartSim checks conf, registers the node with ROS (waiting for the
+// Start checks conf, registers the node with ROS (waiting for the
 // master in the background) and starts the episodes; it returns at once.
 // The run ends when every episode is done, on a fatal error (Wait), or
 // when ctx ends or Close is called.
-func StartSim(ctx context.Context, conf SimConfig) (*SimNode, error) {
+func Start(ctx context.Context, conf Config) (*Node, error) {
 	if conf.Args == nil {
 		return nil, errors.New("sim node: Args is nil")
 	}
@@ -198,19 +199,19 @@ func StartSim(ctx context.Context, conf SimConfig) (*SimNode, error) {
 		conf.Width = sim.DefaultWidth
 	}
 	if conf.ActionTimeout == 0 {
-		conf.ActionTimeout = DefaultSimActionTimeout
+		conf.ActionTimeout = DefaultActionTimeout
 	}
 	if conf.EpisodeTimeout == 0 {
-		conf.EpisodeTimeout = DefaultSimEpisodeTimeout
+		conf.EpisodeTimeout = DefaultEpisodeTimeout
 	}
 	if conf.StartTimeout == 0 {
-		conf.StartTimeout = DefaultSimStartTimeout
+		conf.StartTimeout = DefaultStartTimeout
 	}
 	if conf.ResetTimeout == 0 {
-		conf.ResetTimeout = DefaultSimResetTimeout
+		conf.ResetTimeout = DefaultResetTimeout
 	}
 	if conf.ProgressEvery == 0 {
-		conf.ProgressEvery = DefaultSimProgressEvery
+		conf.ProgressEvery = DefaultProgressEvery
 	}
 	switch {
 	case conf.Episodes < 0:
@@ -228,15 +229,15 @@ func StartSim(ctx context.Context, conf SimConfig) (*SimNode, error) {
 		conf.Log = hclog.NewNullLogger()
 	}
 	a := conf.Args
-	names, err := resolveSimNames(a)
+	names, err := a.ResolveNames(simNames)
 	if err != nil {
 		return nil, fmt.Errorf("sim node: %w", err)
 	}
 	log := conf.Log.With("node", a.NodeName())
 	q := newActionQueue()
-	s := &SimNode{conf: conf, log: log, queue: q, done: make(chan struct{}),
+	s := &Node{conf: conf, log: log, queue: q, done: make(chan struct{}),
 		io: &simIO{names: names, reset: !conf.NoReset, queue: q, log: log.Named("ros"), doneIn: make(chan struct{}, 1)}}
-	s.sup, err = NewSupervisor(ctx, SupervisorConf{Args: a, Setup: s.io.setup, Teardown: s.io.teardown,
+	s.sup, err = ros.NewSupervisor(ctx, ros.SupervisorConf{Args: a, Setup: s.io.setup, Teardown: s.io.teardown,
 		Logger: log.Named("supervisor"), PollInterval: conf.PollInterval})
 	if err != nil {
 		return nil, err
@@ -244,16 +245,16 @@ func StartSim(ctx context.Context, conf SimConfig) (*SimNode, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	s.cancel = cancel
 	log.Info("simulator node started", "tasks", len(conf.Tasks), "episodes_per_task", conf.Episodes, "seed", conf.Seed,
-		"size", fmt.Sprintf("%dx%d", conf.Height, conf.Width), "image", names[TopicImage], "instruction", names[TopicInstruction],
-		"action", names[TopicAction], "reset_service", map[bool]string{true: names[ServiceResetMemory], false: "(off)"}[!conf.NoReset])
+		"size", fmt.Sprintf("%dx%d", conf.Height, conf.Width), "image", names[ros.TopicImage], "instruction", names[ros.TopicInstruction],
+		"action", names[ros.TopicAction], "reset_service", map[bool]string{true: names[ros.ServiceResetMemory], false: "(off)"}[!conf.NoReset])
 	go s.run(rctx)
 	return s, nil
 }
 
-// RunSim starts a simulator node and runs it until its episodes are done
-// or ctx ends; see StartSim and Wait.
-func RunSim(ctx context.Context, conf SimConfig) ([]SimResult, error) {
-	s, err := StartSim(ctx, conf)
+// Run starts a simulator node and runs it until its episodes are done
+// or ctx ends; see Start and Wait.
+func Run(ctx context.Context, conf Config) ([]Result, error) {
+	s, err := Start(ctx, conf)
 	if err != nil {
 		return nil, err
 	}
@@ -263,19 +264,19 @@ func RunSim(ctx context.Context, conf SimConfig) ([]SimResult, error) {
 }
 
 // Done is closed when the run has ended.
-func (s *SimNode) Done() <-chan struct{} { return s.done }
+func (s *Node) Done() <-chan struct{} { return s.done }
 
 // Wait waits for the run to end and returns the finished episodes' results
 // and why it stopped early: the context's error, or an error wrapping
 // ErrNoActions; nil when every episode ran.
-func (s *SimNode) Wait() ([]SimResult, error) {
+func (s *Node) Wait() ([]Result, error) {
 	<-s.done
 	return s.results, s.err
 }
 
 // Close stops the run (an episode in progress is not reported) and
 // unregisters the node.
-func (s *SimNode) Close() {
+func (s *Node) Close() {
 	s.close.Do(func() {
 		s.cancel()
 		<-s.done
@@ -284,10 +285,10 @@ func (s *SimNode) Close() {
 }
 
 // Status returns the supervisor's status (registration, generation).
-func (s *SimNode) Status() SupervisorStatus { return s.sup.Status() }
+func (s *Node) Status() ros.SupervisorStatus { return s.sup.Status() }
 
 // Stats returns what the node did so far.
-func (s *SimNode) Stats() SimStats {
+func (s *Node) Stats() Stats {
 	s.statsMu.Lock()
 	st := s.stats
 	s.statsMu.Unlock()
@@ -297,13 +298,13 @@ func (s *SimNode) Stats() SimStats {
 	return st
 }
 
-func (s *SimNode) update(f func(st *SimStats)) {
+func (s *Node) update(f func(st *Stats)) {
 	s.statsMu.Lock()
 	f(&s.stats)
 	s.statsMu.Unlock()
 }
 
-func (s *SimNode) run(ctx context.Context) {
+func (s *Node) run(ctx context.Context) {
 	defer close(s.done)
 	c := &s.conf
 	if err := s.waitRegistered(ctx); err != nil {
@@ -314,7 +315,7 @@ func (s *SimNode) run(ctx context.Context) {
 	var total, ok int
 	for _, task := range c.Tasks {
 		for i := range c.Episodes {
-			r, err := s.episode(ctx, SimEpisode{Task: task, Seed: c.Seed + uint64(i), Index: index})
+			r, err := s.episode(ctx, Episode{Task: task, Seed: c.Seed + uint64(i), Index: index})
 			if err != nil {
 				s.err = err
 				if ctx.Err() == nil {
@@ -339,7 +340,7 @@ func (s *SimNode) run(ctx context.Context) {
 // waitRegistered waits until the supervisor has registered the node (it
 // waits for the master as roscpp does), so the first episode's frame,
 // instruction and reset call go out on a registered node.
-func (s *SimNode) waitRegistered(ctx context.Context) error {
+func (s *Node) waitRegistered(ctx context.Context) error {
 	t := time.NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for !s.sup.Status().Connected {
@@ -358,21 +359,21 @@ func (s *SimNode) waitRegistered(ctx context.Context) error {
 }
 
 // episode runs one episode in lockstep with the policy node.
-func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, error) {
+func (s *Node) episode(ctx context.Context, info Episode) (Result, error) {
 	c := &s.conf
 	ep, err := sim.NewEpisode(info.Task, info.Seed, sim.Options{Height: c.Height, Width: c.Width})
 	if err != nil {
-		return SimResult{}, err
+		return Result{}, err
 	}
 	defer ep.Close()
 	info.Instruction = ep.Instruction()
 	start := time.Now()
-	res := SimResult{Result: sim.Result{Task: info.Task.Name, Seed: info.Seed, Instruction: info.Instruction}, Index: info.Index}
+	res := Result{Result: sim.Result{Task: info.Task.Name, Seed: info.Seed, Instruction: info.Instruction}, Index: info.Index}
 	limit := info.Task.MaxSteps
 	if c.MaxSteps > 0 {
 		limit = min(limit, c.MaxSteps)
 	}
-	s.update(func(st *SimStats) { st.Episodes++; st.Step = 0 })
+	s.update(func(st *Stats) { st.Episodes++; st.Step = 0 })
 	log := s.log.With("task", info.Task.Name, "seed", info.Seed)
 	log.Info("episode started", "episode", info.Index+1, "instruction", info.Instruction, "max_steps", limit)
 
@@ -418,7 +419,7 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 		}
 		if _, err := ep.Step(act); err != nil { // checkAction let it through; the simulator did not
 			res.Rejected++
-			s.update(func(st *SimStats) { st.Rejected++ })
+			s.update(func(st *Stats) { st.Rejected++ })
 			log.Warn("action refused by the simulator; not applied", "error", err)
 			continue
 		}
@@ -426,7 +427,7 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 			return res, err
 		}
 		n := ep.Steps()
-		s.update(func(st *SimStats) { st.Steps++; st.Step = n })
+		s.update(func(st *Stats) { st.Steps++; st.Step = n })
 		if c.Frame != nil {
 			c.Frame(info, n, img)
 		}
@@ -439,7 +440,7 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 	}
 	res.Steps, res.Success, res.Terminated = ep.Steps(), ep.Success(), ep.State().Terminated
 	res.Capped, res.Elapsed = capped, time.Since(start)
-	s.update(func(st *SimStats) {
+	s.update(func(st *Stats) {
 		st.EpisodesDone++
 		if res.Stalled {
 			st.Stalled++
@@ -471,14 +472,14 @@ func (s *SimNode) episode(ctx context.Context, info SimEpisode) (SimResult, erro
 // this one (the instruction message has not arrived yet: the topic and the
 // service are separate connections), the episode would act on the
 // previous task, so the call is made again, for up to ResetTimeout.
-func (s *SimNode) resetPolicy(ctx context.Context, instruction string, log hclog.Logger) {
+func (s *Node) resetPolicy(ctx context.Context, instruction string, log hclog.Logger) {
 	deadline := time.Now().Add(s.conf.ResetTimeout)
 	for {
 		ok, msg, err := s.io.callReset(ctx, s.conf.ResetTimeout)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			log.Warn("reset_memory call failed; relying on the new instruction to reset the policy's memory",
-				"service", s.io.names[ServiceResetMemory], "error", err)
+				"service", s.io.names[ros.ServiceResetMemory], "error", err)
 			return
 		case err != nil:
 			return
@@ -486,9 +487,9 @@ func (s *SimNode) resetPolicy(ctx context.Context, instruction string, log hclog
 			log.Warn("the policy node did not apply the reset in time", "message", msg)
 			return
 		}
-		got, named := parseResetAnswer(msg)
+		got, named := ros.ParseResetAnswer(msg)
 		if !named || got == instruction {
-			s.update(func(st *SimStats) { st.Resets++ })
+			s.update(func(st *Stats) { st.Resets++ })
 			log.Debug("policy memory reset", "message", msg)
 			return
 		}
@@ -497,7 +498,7 @@ func (s *SimNode) resetPolicy(ctx context.Context, instruction string, log hclog
 				"instruction", instruction, "policy_instruction", got, "waited", s.conf.ResetTimeout)
 			return
 		}
-		s.update(func(st *SimStats) { st.ResetRetries++ })
+		s.update(func(st *Stats) { st.ResetRetries++ })
 		log.Debug("the policy node has not received the instruction yet; resetting again", "policy_instruction", got)
 		select {
 		case <-ctx.Done():
@@ -527,7 +528,7 @@ const (
 // applied (apply false); the node acts on the same frame at a later tick.
 // Without an episode_done message near the action (known false: a policy
 // node that does not publish it), the terminate is applied.
-func (s *SimNode) terminateConfirmed(ctx context.Context, at time.Time) (apply, known bool) {
+func (s *Node) terminateConfirmed(ctx context.Context, at time.Time) (apply, known bool) {
 	wait := time.NewTimer(simDoneWait)
 	defer wait.Stop()
 	for {
@@ -549,7 +550,7 @@ func (s *SimNode) terminateConfirmed(ctx context.Context, at time.Time) (apply, 
 // the episode (or start) timeout: stalled. err is set when ctx ends, and
 // when the episode stalls before its first step (steps taken so far is 0):
 // then nothing drives the simulator and the run stops.
-func (s *SimNode) waitAction(ctx context.Context, steps int, res *SimResult, republish func(), log hclog.Logger) (act []float32, stalled bool, err error) {
+func (s *Node) waitAction(ctx context.Context, steps int, res *Result, republish func(), log hclog.Logger) (act []float32, stalled bool, err error) {
 	c := &s.conf
 	giveUp := c.EpisodeTimeout
 	if !s.gotAny.Load() {
@@ -568,8 +569,8 @@ func (s *SimNode) waitAction(ctx context.Context, steps int, res *SimResult, rep
 			}
 			if a.err != nil {
 				res.Rejected++
-				s.update(func(st *SimStats) { st.Rejected++ })
-				log.Warn("malformed action refused; not applied", "topic", s.io.names[TopicAction], "error", a.err)
+				s.update(func(st *Stats) { st.Rejected++ })
+				log.Warn("malformed action refused; not applied", "topic", s.io.names[ros.TopicAction], "error", a.err)
 				continue
 			}
 			s.gotAny.Store(true)
@@ -578,11 +579,11 @@ func (s *SimNode) waitAction(ctx context.Context, steps int, res *SimResult, rep
 				if !known && !s.warnedNoDone {
 					s.warnedNoDone = true
 					log.Warn("no episode_done message came with a terminate action; applying terminate actions as they come",
-						"topic", s.io.names[TopicEpisodeDone])
+						"topic", s.io.names[ros.TopicEpisodeDone])
 				}
 				if !apply {
-					s.update(func(st *SimStats) { st.HeldTerminate++ })
-					log.Debug("stop action holding an earlier terminate mode; not applied", "topic", s.io.names[TopicAction])
+					s.update(func(st *Stats) { st.HeldTerminate++ })
+					log.Debug("stop action holding an earlier terminate mode; not applied", "topic", s.io.names[ros.TopicAction])
 					continue
 				}
 			}
@@ -598,16 +599,16 @@ func (s *SimNode) waitAction(ctx context.Context, steps int, res *SimResult, rep
 				continue
 			}
 			res.Republished++
-			s.update(func(st *SimStats) { st.Republished++ })
+			s.update(func(st *Stats) { st.Republished++ })
 			log.Debug("no action yet; publishing the frame again", "waited", time.Since(start).Round(time.Millisecond))
 			republish()
 			retry.Reset(c.ActionTimeout)
 		case <-stall.C:
 			if steps == 0 {
 				return nil, true, fmt.Errorf("%w on %s within %v (is `ttm node` running against the same master and namespace?)",
-					ErrNoActions, s.io.names[TopicAction], giveUp)
+					ErrNoActions, s.io.names[ros.TopicAction], giveUp)
 			}
-			log.Error("giving up on the episode: no action from the policy node", "topic", s.io.names[TopicAction], "waited", giveUp)
+			log.Error("giving up on the episode: no action from the policy node", "topic", s.io.names[ros.TopicAction], "waited", giveUp)
 			return nil, true, nil
 		}
 	}

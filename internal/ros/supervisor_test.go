@@ -1,4 +1,4 @@
-package node
+package ros
 
 import (
 	"context"
@@ -11,12 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/bluenviron/goroslib/v2"
-
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
-
-const toolTimeout = 15 * time.Second
 
 // TestWithMaster runs the checks that can share one real roscore.
 func TestWithMaster(t *testing.T) {
@@ -32,7 +28,7 @@ func TestWithMaster(t *testing.T) {
 // ROS tools that name, namespace, remap and private parameters land where
 // ROS says they should.
 func testConventions(t *testing.T, m *rostest.Master) {
-	log, logs := newTestLogger(t)
+	log, logs := rostest.Logger(t)
 	a := argsFor(t, m, "default_name", "--policy", "X", "__name:=ttm_test", "__ns:=/robot",
 		"chatter:=/remapped", "_rate:=7.5", "_gains:=[1, 2.5]", "_mode:=fast", "__log:=/tmp/x.log")
 	if !reflect.DeepEqual(a.Rest, []string{"--policy", "X"}) {
@@ -50,7 +46,7 @@ func testConventions(t *testing.T, m *rostest.Master) {
 	defer s.Close()
 	waitConnected(t, s, 1, 10*time.Second)
 
-	res := m.RunParallel(toolTimeout,
+	res := m.RunParallel(rostest.ToolTimeout,
 		[]string{"rosnode", "list"},
 		[]string{"rostopic", "list"},
 		[]string{"rosparam", "get", "/robot/ttm_test/rate"},
@@ -61,7 +57,7 @@ func testConventions(t *testing.T, m *rostest.Master) {
 		[]string{"rostopic", "echo", "-n", "1", "/robot/ttm_test/status"},
 		[]string{"rostopic", "pub", "-1", "/robot/cmd", "std_msgs/String", "data: go"},
 	)
-	requireOK(t, res)
+	rostest.RequireOK(t, res)
 	if !rostest.Contains(res[0].Out, "/robot/ttm_test") {
 		t.Errorf("rosnode list = %q, want /robot/ttm_test", res[0].Out)
 	}
@@ -104,7 +100,7 @@ func testConventions(t *testing.T, m *rostest.Master) {
 	if err != nil || !found || key != "/robot/ttm_test/rate" || v != 7.5 || src != SourceServer {
 		t.Errorf("Lookup(~rate) = %q, %v, %v, %v, %v; want /robot/ttm_test/rate 7.5 from the server", key, v, src, found, err)
 	}
-	if len(logs.entries("node registered")) != 1 {
+	if len(logs.Entries("node registered")) != 1 {
 		t.Errorf("want one \"node registered\" log entry")
 	}
 }
@@ -112,15 +108,15 @@ func testConventions(t *testing.T, m *rostest.Master) {
 // testKilledNodeStops: `rosnode kill` shuts a ROS node down; the supervisor
 // must stop with ErrNodeShutdown rather than re-register.
 func testKilledNodeStops(t *testing.T, m *rostest.Master) {
-	log, logs := newTestLogger(t)
+	log, logs := rostest.Logger(t)
 	a := argsFor(t, m, "ttm_kill")
-	s, err := NewSupervisor(context.Background(), SupervisorConf{Args: a, Setup: func(*goroslib.Node) error { return nil }, Logger: log, PollInterval: 100 * time.Millisecond})
+	s, err := NewSupervisor(context.Background(), SupervisorConf{Args: a, Setup: func(*Node) error { return nil }, Logger: log, PollInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	waitConnected(t, s, 1, 10*time.Second)
-	m.MustRun(toolTimeout, "rosnode", "kill", "/ttm_kill")
+	m.MustRun(rostest.ToolTimeout, "rosnode", "kill", "/ttm_kill")
 	select {
 	case <-s.Done():
 	case <-time.After(5 * time.Second):
@@ -129,7 +125,7 @@ func testKilledNodeStops(t *testing.T, m *rostest.Master) {
 	if err := s.Err(); !errors.Is(err, ErrNodeShutdown) {
 		t.Fatalf("Err = %v, want ErrNodeShutdown", err)
 	}
-	if len(logs.entries("got shutdown request")) == 0 {
+	if len(logs.Entries("got shutdown request")) == 0 {
 		t.Errorf("goroslib's shutdown request was not logged")
 	}
 	if st := s.Status(); st.Connected || st.Generation != 1 {
@@ -140,8 +136,8 @@ func testKilledNodeStops(t *testing.T, m *rostest.Master) {
 // testNameTakenStops: when another node registers under the same name, ROS
 // tells the old one to exit; the old supervisor stops instead of fighting.
 func testNameTakenStops(t *testing.T, m *rostest.Master) {
-	log, _ := newTestLogger(t)
-	noop := func(*goroslib.Node) error { return nil }
+	log, _ := rostest.Logger(t)
+	noop := func(*Node) error { return nil }
 	first, err := NewSupervisor(context.Background(), SupervisorConf{Args: argsFor(t, m, "twin"), Setup: noop, Logger: log.Named("first"), PollInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -169,11 +165,11 @@ func testNameTakenStops(t *testing.T, m *rostest.Master) {
 }
 
 func testSetupErrorIsPermanent(t *testing.T, m *rostest.Master) {
-	log, _ := newTestLogger(t)
+	log, _ := rostest.Logger(t)
 	calls, teardowns := 0, 0
 	s, err := NewSupervisor(context.Background(), SupervisorConf{
 		Args:     argsFor(t, m, "ttm_bad_setup"),
-		Setup:    func(*goroslib.Node) error { calls++; return errors.New("no such message type") },
+		Setup:    func(*Node) error { calls++; return errors.New("no such message type") },
 		Teardown: func() { teardowns++ },
 		Logger:   log, RetryMin: 10 * time.Millisecond,
 	})
@@ -215,7 +211,7 @@ robot:
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.MustRun(toolTimeout, "rosparam", "load", yaml, "/")
+	m.MustRun(rostest.ToolTimeout, "rosparam", "load", yaml, "/")
 	a := argsFor(t, m, "ptest", "__ns:=/robot", "_override:=3", "_cl_bad:=abc", "alias:=~i")
 	p := NewParams(a, 0)
 	ctx := context.Background()
@@ -289,7 +285,7 @@ robot:
 func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 	m := rostest.StartMaster(t)
 	baseline := runtime.NumGoroutine()
-	log, logs := newTestLogger(t)
+	log, logs := rostest.Logger(t)
 	a := argsFor(t, m, "ttm_restart", "_rate:=7.5")
 	c := newChatterNode(a)
 	s, err := NewSupervisor(context.Background(), SupervisorConf{
@@ -300,8 +296,8 @@ func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitConnected(t, s, 1, 10*time.Second)
-	res := m.RunParallel(toolTimeout, []string{"rostopic", "list"}, []string{"rostopic", "echo", "-n", "1", "/chatter"})
-	requireOK(t, res)
+	res := m.RunParallel(rostest.ToolTimeout, []string{"rostopic", "list"}, []string{"rostopic", "echo", "-n", "1", "/chatter"})
+	rostest.RequireOK(t, res)
 	if !rostest.Contains(res[0].Out, "/chatter") || !strings.Contains(res[1].Out, `data: "hello`) {
 		t.Fatalf("before the restart: rostopic list = %q, echo = %q", res[0].Out, res[1].Out)
 	}
@@ -311,13 +307,13 @@ func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 	ready := time.Now()
 	waitConnected(t, s, 2, 15*time.Second)
 	t.Logf("node re-registered %v after the new roscore was ready (poll interval 200 ms)", time.Since(ready).Round(time.Millisecond))
-	res = m.RunParallel(toolTimeout,
+	res = m.RunParallel(rostest.ToolTimeout,
 		[]string{"rostopic", "list"},
 		[]string{"rostopic", "echo", "-n", "1", "/chatter"},
 		[]string{"rosparam", "get", "/ttm_restart/rate"},
 		[]string{"rosnode", "list"},
 	)
-	requireOK(t, res)
+	rostest.RequireOK(t, res)
 	if !rostest.Contains(res[0].Out, "/chatter") || !rostest.Contains(res[0].Out, "/ttm_restart/status") {
 		t.Errorf("after the restart: rostopic list = %q, want /chatter and /ttm_restart/status", res[0].Out)
 	}
@@ -335,7 +331,7 @@ func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 	if st.MasterPID == pid1 || st.Generation != 2 {
 		t.Errorf("status %+v: want generation 2 with a new master pid (old %d)", st, pid1)
 	}
-	restarted := logs.entries("ROS master restarted")
+	restarted := logs.Entries("ROS master restarted")
 	if len(restarted) != 1 {
 		t.Fatalf("%d \"ROS master restarted\" log entries, want 1", len(restarted))
 	}
@@ -345,10 +341,10 @@ func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 	if nw, _ := restarted[0]["new_pid"].(float64); int(nw) != st.MasterPID {
 		t.Errorf("restart log new_pid = %v, want %d", restarted[0]["new_pid"], st.MasterPID)
 	}
-	if len(logs.entries("ROS master unreachable")) != 1 {
+	if len(logs.Entries("ROS master unreachable")) != 1 {
 		t.Errorf("want one \"ROS master unreachable\" entry while roscore was down")
 	}
-	if reg := logs.entries("node registered"); len(reg) != 2 || reg[1]["generation"] != 2.0 {
+	if reg := logs.Entries("node registered"); len(reg) != 2 || reg[1]["generation"] != 2.0 {
 		t.Errorf("\"node registered\" entries = %v, want generations 1 and 2", reg)
 	}
 
@@ -357,7 +353,7 @@ func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 	if err := s.Err(); err != nil {
 		t.Errorf("Err after Close = %v, want nil", err)
 	}
-	checkNoGoroutineLeak(t, baseline)
+	rostest.CheckNoGoroutineLeak(t, baseline)
 }
 
 // TestSupervisorWaitsForMaster: like rospy and roscpp, the node waits for a
@@ -365,7 +361,7 @@ func TestSupervisorReRegistersAfterMasterRestart(t *testing.T) {
 func TestSupervisorWaitsForMaster(t *testing.T) {
 	m := rostest.NewMaster(t) // port chosen, roscore not running
 	baseline := runtime.NumGoroutine()
-	log, logs := newTestLogger(t)
+	log, logs := rostest.Logger(t)
 	a := argsFor(t, m, "ttm_early", "chatter:=/early")
 	c := newChatterNode(a)
 	s, err := NewSupervisor(context.Background(), SupervisorConf{
@@ -376,7 +372,7 @@ func TestSupervisorWaitsForMaster(t *testing.T) {
 		t.Fatal(err)
 	}
 	rostest.WaitFor(t, 5*time.Second, "a \"waiting for the ROS master\" log entry", func() error {
-		if len(logs.entries("waiting for the ROS master")) == 0 {
+		if len(logs.Entries("waiting for the ROS master")) == 0 {
 			return errors.New("not logged yet")
 		}
 		return nil
@@ -388,29 +384,29 @@ func TestSupervisorWaitsForMaster(t *testing.T) {
 	ready := time.Now()
 	waitConnected(t, s, 1, 10*time.Second)
 	t.Logf("node registered %v after roscore was ready (retry backoff 50..200 ms)", time.Since(ready).Round(time.Millisecond))
-	if out := m.MustRun(toolTimeout, "rostopic", "list"); !rostest.Contains(out, "/early") {
+	if out := m.MustRun(rostest.ToolTimeout, "rostopic", "list"); !rostest.Contains(out, "/early") {
 		t.Errorf("rostopic list = %q, want /early", out)
 	}
-	reg := logs.entries("node registered")
+	reg := logs.Entries("node registered")
 	if len(reg) != 1 || reg[0]["attempts"].(float64) < 2 {
 		t.Errorf("\"node registered\" entries = %v, want one after several attempts", reg)
 	}
 	s.Close()
 	c.close()
-	checkNoGoroutineLeak(t, baseline)
+	rostest.CheckNoGoroutineLeak(t, baseline)
 }
 
 // TestSupervisorCloseWhileWaiting: Close returns promptly while the master
 // is absent and leaves no goroutine behind; so does cancelling the context.
 func TestSupervisorCloseWhileWaiting(t *testing.T) {
-	a, err := ParseArgs("ttm_lonely", []string{"__master:=http://127.0.0.1:1/"}, envOf(nil))
+	a, err := ParseArgs("ttm_lonely", []string{"__master:=http://127.0.0.1:1/"}, rostest.Env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	baseline := runtime.NumGoroutine()
 	for _, viaContext := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		s, err := NewSupervisor(ctx, SupervisorConf{Args: a, Setup: func(*goroslib.Node) error { return nil }, RetryMin: time.Second})
+		s, err := NewSupervisor(ctx, SupervisorConf{Args: a, Setup: func(*Node) error { return nil }, RetryMin: time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -430,15 +426,15 @@ func TestSupervisorCloseWhileWaiting(t *testing.T) {
 			t.Errorf("Err = %v, status %+v; want nil and no node", s.Err(), s.Status())
 		}
 	}
-	checkNoGoroutineLeak(t, baseline)
+	rostest.CheckNoGoroutineLeak(t, baseline)
 }
 
 func TestNewSupervisorConfErrors(t *testing.T) {
-	a, err := ParseArgs("n", nil, envOf(nil))
+	a, err := ParseArgs("n", nil, rostest.Env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	setup := func(*goroslib.Node) error { return nil }
+	setup := func(*Node) error { return nil }
 	for _, tc := range []struct {
 		conf    SupervisorConf
 		wantErr string
@@ -466,7 +462,7 @@ func TestCheckGoroslibRemaps(t *testing.T) {
 		{[]string{"a:=b", "/b:=/c"}, "remap chain"},
 		{[]string{"n:=/x"}, `rename the node "n"`},
 	} {
-		a, err := ParseArgs("n", tc.args, envOf(nil))
+		a, err := ParseArgs("n", tc.args, rostest.Env(nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package node
+package ros
 
 import (
 	"context"
@@ -40,7 +40,7 @@ type SupervisorConf struct {
 	// have been written to the parameter server. Give goroslib names already
 	// resolved with Args.Resolve: goroslib applies neither namespaces of
 	// remaps nor private names by ROS rules. Required.
-	Setup func(n *goroslib.Node) error
+	Setup func(n *Node) error
 
 	// Teardown undoes Setup (close what it created, stop using the node); it
 	// runs before the node is closed, also after a failed Setup, so it must
@@ -298,7 +298,7 @@ func (s *Supervisor) create() (*goroslib.Node, int, string, error) {
 		n.Close()
 		return nil, 0, "", s.classify(err, pid)
 	}
-	if err := s.conf.Setup(n); err != nil {
+	if err := s.conf.Setup(&Node{n: n}); err != nil {
 		s.teardown()
 		n.Close()
 		return nil, 0, "", s.classify(fmt.Errorf("setup: %w", err), pid)

@@ -1,9 +1,4 @@
-// Package node is the ROS 1 node of the project. This part holds the ROS
-// conventions goroslib leaves to the program: the command line and
-// environment of a ROS node (ParseArgs), graph name resolution and
-// remapping (Resolver), typed parameters (Params), and a Supervisor that
-// keeps the goroslib node registered across master restarts.
-package node
+package ros
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package node_test
+package simnode_test
 
 import (
 	"context"
@@ -8,18 +8,19 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/sim/simnode"
 )
 
 // The simulator as a ROS node, as `ttm sim --ros` runs it beside
 // `ttm node`: two episodes of each of two tasks, in the namespace /sim
 // with the headcam remapped; every frame is handed to a callback (to keep
-// for a strip or a video), every result printed. RunSim returns when the
+// for a strip or a video), every result printed. Run returns when the
 // episodes are done, or on Ctrl-C with those finished so far.
-func ExampleRunSim() {
+func ExampleRun() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "ttm_sim"})
-	args, err := node.ParseArgs("ttm_sim", []string{"__ns:=/sim", "headcam/image_raw:=/sim/camera/image_raw"}, nil)
+	args, err := ros.ParseArgs("ttm_sim", []string{"__ns:=/sim", "headcam/image_raw:=/sim/camera/image_raw"}, nil)
 	if err != nil {
 		log.Error("bad command line", "error", err)
 		return
@@ -32,8 +33,8 @@ func ExampleRunSim() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	frames := 0
-	results, err := node.RunSim(ctx, node.SimConfig{Args: args, Tasks: tasks, Episodes: 2, Seed: 1, Height: 128, Width: 160, Log: log,
-		Frame: func(ep node.SimEpisode, step int, img []byte) { frames++ }})
+	results, err := simnode.Run(ctx, simnode.Config{Args: args, Tasks: tasks, Episodes: 2, Seed: 1, Height: 128, Width: 160, Log: log,
+		Frame: func(ep simnode.Episode, step int, img []byte) { frames++ }})
 	for _, r := range results {
 		fmt.Printf("%s seed %d: %d steps, success %v\n", r.Task, r.Seed, r.Steps, r.Success)
 	}

@@ -1,4 +1,4 @@
-package node
+package ros
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttmrobot/ttm/internal/rostest"
 )
 
 // Record and Replay refuse bad configurations before touching the master
 // or the disk.
 func TestRecordReplayRejectConfig(t *testing.T) {
-	args, err := ParseArgs("rec", []string{"__master:=http://127.0.0.1:1"}, envOf(nil))
+	args, err := ParseArgs("rec", []string{"__master:=http://127.0.0.1:1"}, rostest.Env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,22 +1,20 @@
-package node_test
+package ros_test
 
 import (
 	"context"
 	"os"
 	"sync/atomic"
 
-	"github.com/bluenviron/goroslib/v2"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/ttmrobot/ttm/node"
+	"github.com/ttmrobot/ttm/internal/ros"
 )
 
 // A node that keeps publishing across roscore restarts. The control loop
 // reads the current publisher; Setup and Teardown swap it.
 func ExampleSupervisor() {
 	log := hclog.New(&hclog.LoggerOptions{Name: "ttm"})
-	args, err := node.ParseArgs("ttm_node", os.Args[1:], nil)
+	args, err := ros.ParseArgs("ttm_node", os.Args[1:], nil)
 	if err != nil {
 		log.Error("bad command line", "error", err)
 		return
@@ -26,12 +24,12 @@ func ExampleSupervisor() {
 		log.Error("bad topic name", "error", err)
 		return
 	}
-	var pub atomic.Pointer[goroslib.Publisher]
-	s, err := node.NewSupervisor(context.Background(), node.SupervisorConf{
+	var pub atomic.Pointer[ros.Publisher]
+	s, err := ros.NewSupervisor(context.Background(), ros.SupervisorConf{
 		Args:   args,
 		Logger: log,
-		Setup: func(n *goroslib.Node) error {
-			p, err := goroslib.NewPublisher(goroslib.PublisherConf{Node: n, Topic: topic, Msg: &std_msgs.Float32MultiArray{}})
+		Setup: func(n *ros.Node) error {
+			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: topic, Msg: &std_msgs.Float32MultiArray{}})
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package node
+package simnode
 
 import (
 	"context"
@@ -13,16 +13,16 @@ import (
 	"github.com/ttmrobot/ttm/sim"
 )
 
-// TestSimNodeWithROS runs the simulator node against Debian's roscore and
+// TestNodeWithROS runs the simulator node against Debian's roscore and
 // drives it with rostopic alone (no policy node): the latched instruction
 // and the headcam frames as rostopic sees them, frames published again
 // while no action comes, malformed actions refused without a step, a
 // well-formed action stepping the simulator, a terminate ending the
 // episode, the instruction latched again after a roscore restart, and a
 // run stopping with ErrNoActions when nothing drives it.
-func TestSimNodeWithROS(t *testing.T) {
+func TestNodeWithROS(t *testing.T) {
 	m := rostest.StartMaster(t)
-	log, _ := newTestLogger(t)
+	log, _ := rostest.Logger(t)
 	const ns = "/simtest"
 	pick, _ := sim.TaskByName("pick")
 	drawer, _ := sim.TaskByName("drawer")
@@ -31,11 +31,11 @@ func TestSimNodeWithROS(t *testing.T) {
 
 	var mu sync.Mutex // mu guards frames
 	var frames []string
-	s, err := StartSim(context.Background(), SimConfig{
+	s, err := Start(context.Background(), Config{
 		Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w,
 		ActionTimeout: 500 * time.Millisecond, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second,
 		ResetTimeout: time.Second, Log: log, PollInterval: 200 * time.Millisecond,
-		Frame: func(ep SimEpisode, step int, img []byte) {
+		Frame: func(ep Episode, step int, img []byte) {
 			if len(img) != h*w*3 {
 				t.Errorf("frame of %d bytes", len(img))
 			}
@@ -51,12 +51,12 @@ func TestSimNodeWithROS(t *testing.T) {
 	waitConnected(t, s.sup, 1, 10*time.Second)
 
 	// What a policy node would see: the latched instruction and a frame.
-	res := m.RunParallel(toolTimeout,
+	res := m.RunParallel(rostest.ToolTimeout,
 		[]string{"rostopic", "echo", "-n", "1", ns + "/instruction"},
 		[]string{"rostopic", "echo", "--noarr", "-n", "1", ns + "/headcam/image_raw"},
 		[]string{"rostopic", "info", ns + "/action"},
 	)
-	requireOK(t, res)
+	rostest.RequireOK(t, res)
 	if got, want := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res[0].Out), "---")), fmt.Sprintf("data: %q", instruction(pick)); got != want {
 		t.Errorf("instruction topic: %q, want %q", got, want)
 	}
@@ -73,11 +73,11 @@ func TestSimNodeWithROS(t *testing.T) {
 	}
 
 	// Malformed actions: refused, no step.
-	res = m.RunParallel(toolTimeout,
+	res = m.RunParallel(rostest.ToolTimeout,
 		[]string{"rostopic", "pub", "-1", ns + "/action", "std_msgs/Float32MultiArray", "{data: [1, 0.5, 0.5]}"},
 		[]string{"rostopic", "pub", "-1", ns + "/action", "std_msgs/Float32MultiArray", "{data: [1, .nan, 0, 0, 0, 0, 0, 0, 0, 0, 0]}"},
 	)
-	requireOK(t, res)
+	rostest.RequireOK(t, res)
 	rostest.WaitFor(t, 10*time.Second, "two refused actions", func() error {
 		if st := s.Stats(); st.Rejected < 2 {
 			return fmt.Errorf("%+v", st)
@@ -89,7 +89,7 @@ func TestSimNodeWithROS(t *testing.T) {
 	}
 
 	// A well-formed arm action steps the simulator once.
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", ns+"/action", "std_msgs/Float32MultiArray", "{data: [1, 0.5, 0, 0, 0, 0, 0, -1, 0, 0, 0]}")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", ns+"/action", "std_msgs/Float32MultiArray", "{data: [1, 0.5, 0, 0, 0, 0, 0, -1, 0, 0, 0]}")
 	rostest.WaitFor(t, 10*time.Second, "one step", func() error {
 		if st := s.Stats(); st.Steps != 1 || st.Step != 1 {
 			return fmt.Errorf("%+v", st)
@@ -101,21 +101,21 @@ func TestSimNodeWithROS(t *testing.T) {
 	// instruction on the new master.
 	m.Restart()
 	waitConnected(t, s.sup, 2, 20*time.Second)
-	out := m.MustRun(toolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
+	out := m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
 	if !strings.Contains(out, instruction(pick)) {
 		t.Errorf("after the restart the instruction topic holds %q", out)
 	}
 
 	// A terminate (no episode_done publisher: applied as it comes) ends the
 	// episode; the next one publishes its own instruction.
-	m.MustRun(toolTimeout, "rostopic", "pub", "-1", ns+"/action", "std_msgs/Float32MultiArray", "{data: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}")
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", ns+"/action", "std_msgs/Float32MultiArray", "{data: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}")
 	rostest.WaitFor(t, 10*time.Second, "the second episode", func() error {
 		if st := s.Stats(); st.Episodes != 2 || st.EpisodesDone != 1 {
 			return fmt.Errorf("%+v", st)
 		}
 		return nil
 	})
-	out = m.MustRun(toolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
+	out = m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
 	if !strings.Contains(out, instruction(drawer)) {
 		t.Errorf("second episode's instruction topic holds %q, want %q", out, instruction(drawer))
 	}
@@ -142,38 +142,27 @@ func TestSimNodeWithROS(t *testing.T) {
 	// Nothing drives a run: it stops with ErrNoActions after the start
 	// timeout.
 	start := time.Now()
-	_, err = RunSim(context.Background(), SimConfig{Args: argsFor(t, m, "ttm_sim_alone", "__ns:=/alone"), Tasks: []*sim.Task{pick},
+	_, err = Run(context.Background(), Config{Args: argsFor(t, m, "ttm_sim_alone", "__ns:=/alone"), Tasks: []*sim.Task{pick},
 		Height: h, Width: w, ActionTimeout: 200 * time.Millisecond, StartTimeout: time.Second, NoReset: true, Log: log})
 	if !errors.Is(err, ErrNoActions) || !strings.Contains(err.Error(), "/alone/action") {
-		t.Errorf("RunSim with no policy node: %v, want ErrNoActions naming /alone/action", err)
+		t.Errorf("Run with no policy node: %v, want ErrNoActions naming /alone/action", err)
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("gave up after %v, want about the 1 s start timeout", d)
 	}
 }
 
-// episodeInstruction is the instruction of task's episode of seed.
-func episodeInstruction(t *testing.T, task *sim.Task, seed uint64) string {
-	t.Helper()
-	ep, err := sim.NewEpisode(task, seed, sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
-	return ep.Instruction()
-}
-
-// TestSimResetWaitsForTheInstruction provokes the race between an
+// TestResetWaitsForTheInstruction provokes the race between an
 // episode's instruction and the reset_memory call, which travel on separate
 // connections: the second episode's instruction message is held back
-// 1.5 s, so the policy node (a real one, over Debian's roscore) applies the
-// reset while it still has the first episode's instruction, and says so in
-// its answer. The simulator node must call again until the answer names
+// 1.5 s, so the policy node (a stand-in answering as the real one does,
+// over Debian's roscore) applies the reset while it still has the first
+// episode's instruction, and says so in its answer. The simulator node must call again until the answer names
 // the new instruction, and only then start the episode: when it shows the
 // episode's first frame the policy node's episode has the new instruction.
-func TestSimResetWaitsForTheInstruction(t *testing.T) {
+func TestResetWaitsForTheInstruction(t *testing.T) {
 	m := rostest.StartMaster(t)
-	log, _ := newTestLogger(t)
+	log, _ := rostest.Logger(t)
 	const ns = "/race"
 	pick, _ := sim.TaskByName("pick")
 	drawer, _ := sim.TaskByName("drawer")
@@ -199,11 +188,7 @@ func TestSimResetWaitsForTheInstruction(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n, err := Start(ctx, Config{Args: argsFor(t, m, "ttm_node", "__ns:="+ns, "_rate:=5", "_warmup_steps:="+testWarmupSteps), Policy: actingPath(t), Threads: 2, Log: log.Named("policy")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := startFakePolicy(t, argsFor(t, m, "ttm_node", "__ns:="+ns), log.Named("policy"))
 
 	type seen struct {
 		at          time.Time
@@ -211,13 +196,13 @@ func TestSimResetWaitsForTheInstruction(t *testing.T) {
 		named       bool
 	}
 	var first seen
-	results, err := RunSim(ctx, SimConfig{
+	results, err := Run(ctx, Config{
 		Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w, MaxSteps: 2,
 		ActionTimeout: time.Second, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second, ResetTimeout: 5 * time.Second,
 		Log: log.Named("sim"), PollInterval: 200 * time.Millisecond,
-		Frame: func(ep SimEpisode, step int, _ []byte) {
+		Frame: func(ep Episode, step int, _ []byte) {
 			if ep.Task == drawer && step == 0 {
-				text, named := n.loop.in.EpisodeInstruction()
+				text, named := n.episodeInstruction()
 				first = seen{time.Now(), text, named}
 			}
 		},
