@@ -3,35 +3,47 @@ package sim
 import (
 	"math"
 	"testing"
-
-	"github.com/ttmrobot/ttm/policy"
 )
 
-// TestTargetGeometryMatchesHeadcam: the small-target preset's camera
-// calibration is the simulator's headcam: a point on the counter-height
-// plane, projected by the renderer's camera (ImagePoint) and back-projected
-// by the preset's geometry, comes back to where it was in the base frame,
-// for bases at several poses.
-func TestTargetGeometryMatchesHeadcam(t *testing.T) {
-	spec, err := policy.Preset("small-target")
-	if err != nil {
-		t.Fatal(err)
+// headcamBackproject returns where the ray through image point (u, v)
+// of the headcam's image of h rows and w columns meets the plane z =
+// surface, in the base frame; u and v are fractions of the width and height
+// (the keypoint convention: pixel column u·w, row v·h, pixel centres at
+// integer coordinates). It is the pinhole model a policy's camera geometry
+// uses, written from the headcam's calibration (cameraMount, cameraPitch,
+// cameraVFOV), independently of the renderer's camera type.
+func headcamBackproject(u, v float64, h, w int, surface float64) (x, y float64, ok bool) {
+	sp, cp := math.Sincos(cameraPitch)
+	fh, fw := float64(h), float64(w)
+	f := fh / 2 / math.Tan(cameraVFOV/2)
+	a := (u*fw - (fw-1)/2) / f
+	b := (v*fh - (fh-1)/2) / f
+	dx, dy, dz := cp-sp*b, -a, -sp-cp*b
+	if dz >= 0 {
+		return 0, 0, false
 	}
-	g := spec.Policy.TargetGeometry
-	if g.Mount != [3]float64{cameraMount[0], cameraMount[1], cameraMount[2]} || g.Pitch != cameraPitch || g.VFOV != cameraVFOV {
-		t.Fatalf("preset camera %+v, the simulator's mount %v pitch %v vfov %v", g, cameraMount, cameraPitch, cameraVFOV)
-	}
-	h, w := g.Height, g.Width
+	t := (surface - cameraMount[2]) / dz
+	return cameraMount[0] + t*dx, cameraMount[1] + t*dy, true
+}
+
+// The headcam image size of the policies that read the target geometry.
+const geometryHeight, geometryWidth = 128, 160
+
+// TestHeadcamBackproject: a point on the worktop plane, projected by the
+// renderer's camera (ImagePoint) and back-projected by the pinhole model,
+// comes back to where it was in the base frame, for bases at several poses.
+func TestHeadcamBackproject(t *testing.T) {
+	h, w := geometryHeight, geometryWidth
 	for _, base := range []Pose{{0, 0, 0}, {0.3, -0.2, 0.4}, {-0.1, 0.5, -0.3}} {
 		s := &State{Base: base}
 		for _, p := range []Vec3{{0.7, 0, 0}, {0.9, 0.25, 0}, {0.6, -0.3, 0}} {
-			world := s.ToWorld(Vec3{p[0], p[1], g.SurfaceZ})
+			world := s.ToWorld(Vec3{p[0], p[1], TableHeight})
 			u, v, ok := ImagePoint(s, h, w, world)
 			if !ok || u < 0 || v < 0 || u >= float64(w) || v >= float64(h) {
 				t.Fatalf("base %v point %v: not in view (%v, %v)", base, p, u, v)
 			}
-			x, y, ok := g.Backproject(float32(u/float64(w)), float32(v/float64(h)))
-			if !ok || math.Abs(float64(x)-p[0]) > 1e-4 || math.Abs(float64(y)-p[1]) > 1e-4 {
+			x, y, ok := headcamBackproject(u/float64(w), v/float64(h), h, w, TableHeight)
+			if !ok || math.Abs(x-p[0]) > 1e-4 || math.Abs(y-p[1]) > 1e-4 {
 				t.Errorf("base %v: point (%v, %v) back-projected to (%v, %v, %v)", base, p[0], p[1], x, y, ok)
 			}
 		}
@@ -39,34 +51,27 @@ func TestTargetGeometryMatchesHeadcam(t *testing.T) {
 }
 
 // TestTargetLabelsBackproject: the target and destination labels, back-
-// projected by the small-target preset's camera geometry, are where the
+// projected onto the worktop by the headcam's pinhole model, are where the
 // goal's object (a drawer goal: its handle) and its destination stand in
 // the base frame, over every task's expert episodes: objects standing,
 // fallen or held, handles, spots. The destination is labelled only for
 // the goals that have one, and neither point where the frame cannot show
 // it (a memory task's cue gone).
 func TestTargetLabelsBackproject(t *testing.T) {
-	spec, err := policy.Preset("small-target")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := spec.Policy.TargetGeometry
-	if g.SurfaceZ != TableHeight {
-		t.Fatalf("preset surface at %v m, the worktop at %v", g.SurfaceZ, TableHeight)
-	}
+	h, w := geometryHeight, geometryWidth
 	labels := make([]float32, KeypointLabelLen)
 	for _, task := range Tasks() {
 		t.Run(task.Name, func(t *testing.T) {
 			checked := [KeypointCount]int{}
 			for seed := uint64(1); seed <= 4; seed++ {
-				ep, err := NewEpisode(task, seed, Options{Height: g.Height, Width: g.Width})
+				ep, err := NewEpisode(task, seed, Options{Height: h, Width: w})
 				if err != nil {
 					t.Fatal(err)
 				}
 				x := ep.Expert(ExpertOptions{})
 				for step := 0; step < 120 && !ep.Done(); step++ {
 					s := ep.State()
-					KeypointLabels(labels, s, g.Height, g.Width)
+					KeypointLabels(labels, s, h, w)
 					want := [KeypointCount]Vec3{1: s.Objects[s.Goal.Object].Pos}
 					hasDest := false
 					switch s.Goal.Kind {
@@ -90,9 +95,9 @@ func TestTargetLabelsBackproject(t *testing.T) {
 							continue
 						}
 						checked[i]++
-						bx, by, ok := g.Backproject(l[0], l[1])
+						bx, by, ok := headcamBackproject(float64(l[0]), float64(l[1]), h, w, TableHeight)
 						p := s.ToBase(want[i])
-						if !ok || math.Abs(float64(bx)-p[0]) > 1e-3 || math.Abs(float64(by)-p[1]) > 1e-3 {
+						if !ok || math.Abs(bx-p[0]) > 1e-3 || math.Abs(by-p[1]) > 1e-3 {
 							t.Fatalf("step %d, %s: label back-projected to (%v, %v, %v), it stands at (%.4f, %.4f)",
 								s.Step, KeypointNames[i], bx, by, ok, p[0], p[1])
 						}
