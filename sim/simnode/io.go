@@ -18,10 +18,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// simIO connects the simulator to ROS: the headcam and instruction
-// publishers, the action subscriber and the reset_memory client. Like
-// rosIO it outlives goroslib nodes: the Supervisor runs setup and teardown
-// on every (re)creation, and publishing while no node exists is skipped.
+// simIO connects the simulator to ROS: the headcam, proprioception and
+// instruction publishers, the action and episode_done subscribers and the
+// reset_memory client. It outlives goroslib nodes: the Supervisor runs
+// setup and teardown on every (re)creation, and publishing while no node
+// exists is skipped.
 type simIO struct {
 	names map[string]string // default name -> resolved
 	reset bool              // call the reset service at each episode start
@@ -125,7 +126,7 @@ func (s *simIO) teardown() {
 	}
 	s.svcMu.Unlock()
 	if p := s.created; p != nil {
-		for _, pub := range []*ros.Publisher{p.image, p.instruction} {
+		for _, pub := range []*ros.Publisher{p.image, p.proprio, p.instruction} {
 			if pub != nil {
 				pub.Close()
 			}

@@ -226,7 +226,7 @@ func TestStartRefuses(t *testing.T) {
 		conf Config
 		want string
 	}{
-		{"no args", Config{Tasks: []*sim.Task{pick}}, "ros.Args is nil"},
+		{"no args", Config{Tasks: []*sim.Task{pick}}, "Args is nil"},
 		{"no tasks", Config{Args: a}, "no tasks"},
 		{"nil task", Config{Args: a, Tasks: []*sim.Task{nil}}, "task 0 is nil"},
 		{"negative episodes", Config{Args: a, Tasks: []*sim.Task{pick}, Episodes: -1}, "episodes -1"},
