@@ -17,7 +17,7 @@ import (
 
 // Config configures a Node.
 type Config struct {
-	// Args is the node's ROS command line and environment (ParseArgs).
+	// Args is the node's ROS command line and environment (ros.ParseArgs).
 	// Required.
 	Args *ros.Args
 	// Policy is the checkpoint file. Required.
@@ -35,7 +35,7 @@ type Config struct {
 	// clock, or ROS time when /use_sim_time is set.
 	Clock ros.Clock
 	// PollInterval is how often the supervisor checks the master
-	// (DefaultPollInterval when zero).
+	// (ros.DefaultPollInterval when zero).
 	PollInterval time.Duration
 }
 

@@ -32,7 +32,7 @@ var ErrNoActions = errors.New("no action from the policy node")
 
 // Config configures a Node.
 type Config struct {
-	// Args is the node's ROS command line and environment (ParseArgs).
+	// Args is the node's ROS command line and environment (ros.ParseArgs).
 	// Required.
 	Args *ros.Args
 	// Tasks are run one after another, Episodes episodes each. Required.
@@ -81,7 +81,7 @@ type Config struct {
 	// Log defaults to a logger that discards everything.
 	Log hclog.Logger
 	// PollInterval is how often the supervisor checks the master
-	// (DefaultPollInterval when zero).
+	// (ros.DefaultPollInterval when zero).
 	PollInterval time.Duration
 }
 
