@@ -154,8 +154,8 @@ func runRecord(env *environment, args []string) error {
 			return err
 		}
 		defer p.Close()
-		if err := p.SetNoMemory(*noMemory); err != nil {
-			return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+		if err := ablateMemory(p, *noMemory); err != nil {
+			return err
 		}
 		if pre := p.Spec().Vision.Preprocess; !given["size"] {
 			cfg.h, cfg.w = pre.Height, pre.Width
