@@ -345,6 +345,9 @@ func recordLive(ctx context.Context, env *environment, ros *node.Args, out strin
 	if d < 0 {
 		return fmt.Errorf("%w: --duration %v is negative", errUsage, d)
 	}
+	if err := makeOutDir(filepath.Dir(out)); err != nil {
+		return err
+	}
 	stats, err := node.Record(ctx, node.RecordConfig{Args: ros, Out: out, Duration: d, Log: env.log})
 	if err != nil {
 		return err
