@@ -1,26 +1,33 @@
 # Token Turing Machine robot policy node. `make help` lists the targets.
 
 SHELL := /bin/bash
-GO ?= go
 BIN := bin/ttm
 
-# Debian packages the project needs: OpenBLAS and OpenCV for cgo, ROS 1 for
-# the node and its integration tests, PyTorch for the reference TTM the
-# parity tests compare against.
-APT_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev \
-	ros-core python3-sensor-msgs python3-geometry-msgs python3-std-srvs python3-diagnostic-msgs \
+# Go from PATH, else from the official install in /usr/local/go.
+ifeq ($(shell command -v go),)
+export PATH := $(PATH):/usr/local/go/bin
+endif
+GO ?= go
+
+# Debian packages. The demo and the binary: OpenBLAS and OpenCV for cgo,
+# ROS 1 for the master. The tests and benchmarks add the message packages
+# rostopic needs in the integration tests, and PyTorch for the reference
+# TTM that the parity tests and make bench compare against.
+DEMO_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev ros-core
+TEST_PACKAGES := $(DEMO_PACKAGES) python3-sensor-msgs python3-geometry-msgs python3-std-srvs python3-diagnostic-msgs \
 	python3-numpy python3-torch
 
 # goroslib's checksums are in go.sum; the checksum database cannot serve them here.
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup build test test-short bench soak demo train eval memory fuzz install-launch clean
+.PHONY: help setup setup-test build test test-short bench soak demo train eval memory fuzz install-launch clean
 
 help:
-	@echo "make setup   install the Debian packages and Go modules (idempotent)"
+	@echo "make setup   install the Debian packages the binary and the demo need, and the Go modules (idempotent)"
+	@echo "make setup-test  the same with the packages of the tests and benchmarks (PyTorch, ROS messages)"
 	@echo "make build   build $(BIN)"
-	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build)"
+	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build), then the skipped tests"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, 28-29 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
@@ -29,8 +36,11 @@ help:
 	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
-setup:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+setup: PACKAGES := $(DEMO_PACKAGES)
+setup-test: PACKAGES := $(TEST_PACKAGES)
+setup setup-test:
+	@command -v $(GO) >/dev/null || { echo "Go not found: put it on PATH or install it in /usr/local/go"; exit 1; }
+	@missing=$$(for p in $(PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 		echo "installing:" $$missing; \
 		SUDO=$$([ $$(id -u) -eq 0 ] || echo sudo); \
@@ -42,15 +52,20 @@ setup:
 build: setup
 	$(GO) build -o $(BIN) ./cmd/ttm
 
-test: setup
+# One package at a time (-p 1): the node's tests run real-time control
+# loops whose warm-up refuses a policy slower than its period, and other
+# packages' tests on the same two cores would make that a coin toss.
+# go test -json goes through internal/testsummary, which prints what go
+# test prints (ok and FAIL lines, failed tests' output), then the skipped
+# tests; the exit status is go test's.
+test: setup-test
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	# One package at a time (-p 1): the node's tests run real-time control
-	# loops whose warm-up refuses a policy slower than its period, and other
-	# packages' tests on the same two cores would make that a coin toss.
-	$(GO) test -count=1 -p 1 ./...
-	$(GO) test -count=1 -p 1 -tags purego ./internal/... ./ttm/...
+	$(GO) build -o bin/testsummary ./internal/testsummary
+	@set -o pipefail; { $(GO) test -json -count=1 -p 1 ./...; a=$$?; \
+		$(GO) test -json -count=1 -p 1 -tags purego ./internal/... ./ttm/...; b=$$?; \
+		exit $$((a | b)); } 2>&1 | bin/testsummary
 
 test-short:
 	$(GO) test -short ./...
@@ -58,7 +73,7 @@ test-short:
 # BENCH_STEPS steps of the robot preset; the README's figures use 100000.
 BENCH_STEPS ?= 5000
 BENCHTIME ?= 1s
-bench: build
+bench: build setup-test
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./internal/... ./ttm/... ./language/... ./policy/... ./sim/...
 	$(GO) test -run '^$$' -bench 'Backbone$$|FrontEnd|Head|DecodePreprocess' -benchmem -benchtime 10x ./vision/
 	@mkdir -p bin/bench
@@ -87,16 +102,15 @@ demo: build
 # TRAIN_DIR holds the dataset (bags + index.json + the feature cache), the
 # checkpoint, its training state (a rerun resumes), the JSON log and the
 # learning curve.
-# The defaults are the committed checkpoint's recipe (README, Training,
-# sessions 20-23): 300 DART episodes of each of the five families,
+# The defaults are the committed checkpoint's recipe (README, Training):
+# 300 DART episodes of each of the five families,
 # small-recall (small-target with memory-steered FiLM) with keypoint
 # supervision, geometry labels, censored bounds and word 3-grams, 10000
 # updates of 16 windows of 16 steps at a peak learning rate of 1.5e-3 in
 # which, over the second half, half the windows read the policy's own
 # keypoints (--geometry-own 0.5); training seed 3 (the seed also draws the
-# random backbone), the best of the four seeds of this recipe (sessions 23-24).
-# 28-29 min on two cores (27:36 in session 23, 29:03 in session 24): 2-3 to
-# encode the frames, 25-27 to train.
+# random backbone), the best of the four seeds of this recipe.
+# 28-29 min on two cores: 2-3 to encode the frames, 25-27 to train.
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
@@ -112,15 +126,11 @@ eval: build
 	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
 		--size 128x160 --out $(TRAIN_DIR)/eval
 
-# The memory comparison of README "The memory matters" (session 16): twins
-# with and without memory on a family and its memory task, each trained
-# with the goal probe and evaluated the way it was trained, about 50 min
-# (two 4000-update trainings one after the other, about 22 min each;
-# MEMORY_ARGS="--preset small-recall --keypoint-weight 1 --geometry-labels
-# --censor-bounds --steps 2000 --window 16 --batch 16" is session 15's,
-# without the probe).
-# MEMORY_TASKS=pick,cue_pick MEMORY_EPISODES=1000 is session 17's cue_pick
-# pair before its 2000 more updates (README).
+# The memory comparison of README "The memory matters": twins with and
+# without memory on a family and its memory task, each trained with the
+# goal probe and evaluated as it runs (the no-memory twin's checkpoint says
+# it runs without memory), about 50 min (two 4000-update trainings one
+# after the other, about 22 min each).
 MEMORY_TASKS ?= drawer,pointed_drawer
 MEMORY_EPISODES ?= 300
 MEMORY_DIR ?= bin/memory
@@ -135,7 +145,7 @@ memory: build
 # The node under load for SOAK (robot preset, 10 Hz, a 15 Hz camera): deadline
 # misses, loop jitter, image-to-action latency, RSS; results in bin/soak.json.
 SOAK ?= 10m
-soak: setup
+soak: setup-test
 	@mkdir -p bin
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./node -soak=$(SOAK) -soak-out=$(CURDIR)/bin/soak.json
 

@@ -120,6 +120,16 @@ func (h *harness) waitUntil(cond func() bool, failure func() string) {
 	}
 }
 
+// waitIdle waits until the loop waits on the clock for the tick at next:
+// until the clock moves, nothing more runs.
+func (h *harness) waitIdle(next time.Time) {
+	h.t.Helper()
+	h.waitUntil(func() bool { t, ok := h.clock.Waiting(); return ok && t.Equal(next) }, func() string {
+		t, ok := h.clock.Waiting()
+		return fmt.Sprintf("the loop does not wait for %v (waits for %v: %v); stats %+v", next, t, ok, h.loop.Stats().Counters)
+	})
+}
+
 // waitTicks waits until n ticks have completed.
 func (h *harness) waitTicks(n uint64) {
 	h.t.Helper()
@@ -472,9 +482,10 @@ func TestLoopBusyAfterMiss(t *testing.T) {
 
 func TestLoopSkipsLateTicks(t *testing.T) {
 	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
-	h.clock.Advance(5*h.loop.Period() + h.loop.Period()/2)
+	first, period := h.clock.Now(), h.loop.Period()
+	h.clock.Advance(5*period + period/2)
 	h.waitTicks(2)
-	time.Sleep(20 * time.Millisecond) // nothing else may run: the clock stands still
+	h.waitIdle(first.Add(6 * period)) // nothing else runs: the clock stands still
 	if st := h.loop.Stats(); st.Ticks != 2 || st.SkippedTicks != 4 {
 		t.Fatalf("after waking 5.5 periods late: %d ticks, %d skipped; want 2 and 4", st.Ticks, st.SkippedTicks)
 	}

@@ -61,12 +61,13 @@ type Node struct {
 	closeErr error
 }
 
-// Start reads the node's parameters (waiting for the master, as rospy and
-// roscpp do), loads the policy and checks it against what the parameters
-// expect, warms it up and refuses to start if it is too slow for the
-// configured rate, then registers with ROS and starts the control loop. It
-// returns once the loop runs; the node keeps running until ctx ends, the
-// ROS graph shuts it down (Done), or Close.
+// Start loads the policy (a missing or damaged checkpoint or backbone
+// fails here, master or no master), reads the node's parameters (waiting
+// for the master, as rospy and roscpp do) and checks the policy against
+// what they expect, warms it up and refuses to start if it is too slow for
+// the configured rate, then registers with ROS and starts the control
+// loop. It returns once the loop runs; the node keeps running until ctx
+// ends, the ROS graph shuts it down (Done), or Close.
 func Start(ctx context.Context, conf Config) (*Node, error) {
 	if conf.Args == nil {
 		return nil, errors.New("node: Args is nil")
@@ -90,10 +91,30 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 		return nil, fmt.Errorf("node: %w", err)
 	}
 
+	nn.SetThreads(1) // our own workers share the TTM's products; OpenBLAS threads would compete with them
+	if nn.Parallelism() != conf.Threads {
+		nn.SetParallelism(conf.Threads) // process-wide; unchanged if another node in this process set it
+	}
+	pol, err := policy.Load(conf.Policy, policy.Options{Backbone: conf.Backbone, Threads: conf.Threads, Log: log.Named("policy")})
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{conf: conf, pol: pol, log: log}
+	ok := false
+	defer func() {
+		if !ok {
+			pol.Close()
+		}
+	}()
+
 	np, err := waitParams(ctx, ros.NewParams(a, 0), a, log)
 	if err != nil {
 		return nil, fmt.Errorf("node %s: %w", a.NodeName(), err)
 	}
+	if err := pol.Check(np.Expect); err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", conf.Policy, err)
+	}
+	n.params = np
 	clock := conf.Clock
 	var sim *ros.SimClock
 	if clock == nil {
@@ -104,22 +125,6 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 			clock = &ros.WallClock{}
 		}
 	}
-
-	nn.SetThreads(1) // our own workers share the TTM's products; OpenBLAS threads would compete with them
-	if nn.Parallelism() != conf.Threads {
-		nn.SetParallelism(conf.Threads) // process-wide; unchanged if another node in this process set it
-	}
-	pol, err := policy.Load(conf.Policy, policy.Options{Backbone: conf.Backbone, Threads: conf.Threads, Expect: np.Expect, Log: log.Named("policy")})
-	if err != nil {
-		return nil, err
-	}
-	n := &Node{conf: conf, params: np, pol: pol, log: log}
-	ok := false
-	defer func() {
-		if !ok {
-			pol.Close()
-		}
-	}()
 
 	cfg := np.Loop
 	if err := cfg.defaults(); err != nil {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -286,25 +287,48 @@ func slopeRate(ts []float64) (float64, error) {
 	return 1 / b, nil
 }
 
-// testClock publishes rosgraph_msgs/Clock at 50 Hz of wall time; each
-// message advances simulated time by speed x 20 ms (0 pauses it). It
-// publishes nothing until speed is set (it starts at -1).
+// testClock publishes rosgraph_msgs/Clock: the time set last (set), at
+// once and again every 20 ms of wall time, so that a subscriber that
+// connects late gets it too. It publishes nothing until the first set;
+// ROS time moves only when the test sets it.
 type testClock struct {
-	pub   atomic.Pointer[ros.Publisher]
-	speed atomic.Int64 // in whole multiples of real time
-	sup   *ros.Supervisor
-	stop  chan struct{}
-	done  chan struct{}
+	pub  atomic.Pointer[ros.Publisher]
+	now  atomic.Int64  // Unix nanoseconds to publish; 0: nothing yet
+	sent atomic.Uint64 // messages published
+	set1 chan struct{} // set's wake-up of the publishing goroutine
+	sup  *ros.Supervisor
+	stop chan struct{}
+	done chan struct{}
 }
 
-func startClock(t testing.TB, master string, start time.Time, log hclog.Logger) *testClock {
+// set makes t the time the clock publishes, from now on.
+func (c *testClock) set(t time.Time) {
+	c.now.Store(t.UnixNano())
+	select {
+	case c.set1 <- struct{}{}:
+	default:
+	}
+}
+
+// waitSent waits until the clock has published n more messages.
+func (c *testClock) waitSent(t testing.TB, n uint64) {
+	t.Helper()
+	target := c.sent.Load() + n
+	rostest.WaitFor(t, 10*time.Second, fmt.Sprintf("%d /clock messages", n), func() error {
+		if c.sent.Load() < target {
+			return errors.New("not yet published")
+		}
+		return nil
+	})
+}
+
+func startClock(t testing.TB, master string, log hclog.Logger) *testClock {
 	t.Helper()
 	a, err := ros.ParseArgs("test_clock", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testClock{stop: make(chan struct{}), done: make(chan struct{})}
-	c.speed.Store(-1)
+	c := &testClock{set1: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log,
 		Setup: func(n *ros.Node) error {
 			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: "/clock", Msg: &rosgraph_msgs.Clock{}})
@@ -327,20 +351,17 @@ func startClock(t testing.TB, master string, start time.Time, log hclog.Logger) 
 		defer close(c.done)
 		tk := time.NewTicker(20 * time.Millisecond)
 		defer tk.Stop()
-		now := start
 		for {
 			select {
 			case <-c.stop:
 				return
 			case <-tk.C:
+			case <-c.set1:
 			}
-			sp := c.speed.Load()
-			if sp < 0 {
-				continue
-			}
-			now = now.Add(time.Duration(sp) * 20 * time.Millisecond)
-			if p := c.pub.Load(); p != nil {
-				p.Write(&rosgraph_msgs.Clock{Clock: now})
+			now := c.now.Load()
+			if p := c.pub.Load(); p != nil && now != 0 {
+				p.Write(&rosgraph_msgs.Clock{Clock: time.Unix(0, now)})
+				c.sent.Add(1)
 			}
 		}
 	}()

@@ -387,6 +387,11 @@ func equalShape(a, b []int) bool {
 	return true
 }
 
+// Check compares the loaded policy with what e expects, as Load does with
+// Options.Expect: the node loads its files before it can read what its
+// parameters expect from the master.
+func (p *Policy) Check(e Expect) error { return p.spec.check(e) }
+
 // check compares the checkpoint with what the node expects.
 func (s Spec) check(e Expect) error {
 	if e.ActionSpace != nil {

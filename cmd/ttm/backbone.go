@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -51,6 +52,9 @@ func runBackbone(env *environment, args []string) error {
 	}
 	if _, err := vision.LookupEfficientNet(*variant); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := makeOutDir(filepath.Dir(*out)); err != nil {
+		return err
 	}
 	cfg := vision.EfficientNetConfig{Variant: *variant, Padding: pad, Height: *size, Width: *size, FiLMDim: *film, Seed: *seed, Blocks: *blocks}
 	start := time.Now()

@@ -32,6 +32,9 @@ func runCost(env *environment, args []string) error {
 	if err := requireFlag("out", *out); err != nil {
 		return err
 	}
+	if err := makeOutDir(*out); err != nil {
+		return err
+	}
 	var steps []int
 	for _, f := range strings.Split(*stepList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -45,3 +45,30 @@ func TestCostCommand(t *testing.T) {
 		t.Errorf("unknown model: exit %d, want 2", code)
 	}
 }
+
+// Commands create the folder --out names, or the folder of the file it
+// names.
+func TestOutCreatesFolder(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args func(out string) []string
+		file string // what the command writes under out
+	}{
+		{"cost", func(out string) []string {
+			return []string{"cost", "--size", "small", "--models", "ttm", "--steps", "1,10", "--out", out}
+		}, "cost.json"},
+		{"init", func(out string) []string {
+			return []string{"init", "--preset", "small", "--out", filepath.Join(out, "w.safetensors")}
+		}, "w.safetensors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "new", "dir")
+			if code, _, stderr := runCmd(t, tc.args(out)...); code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if _, err := os.Stat(filepath.Join(out, tc.file)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}

@@ -60,6 +60,9 @@ func runEncode(env *environment, args []string) error {
 			return err
 		}
 	}
+	if err := makeOutDir(filepath.Dir(*out)); err != nil {
+		return err
+	}
 	if (*imagePath == "") == (*inputPath == "") {
 		return fmt.Errorf("%w: give exactly one of --image and --input-tensor", errUsage)
 	}

@@ -59,7 +59,7 @@ func runEval(env *environment, args []string) error {
 	tasks := fl.String("tasks", "all", "tasks: all, families, memory, or names separated by commas")
 	episodes := fl.Int("episodes", 50, "episodes per task")
 	seed := fl.Uint64("seed", 1, "seed of the first episode; episode i of every task uses seed+i")
-	noMemory := fl.Bool("no-memory", false, "run the checkpoints with the memory zeroed before every step instead of as they are")
+	noMemory := fl.Bool("no-memory", false, "run the checkpoints with the memory zeroed before every step instead of as they are (one trained without memory runs without either way; the ledger's runs say \"memory\": \"none (checkpoint)\")")
 	ablations := fl.String("ablations", "", "also run each checkpoint with these ablations: nomem (memory zeroed every step), knockout (memory reset right after the cue of memory tasks)")
 	latency := fl.String("latency", "0", "latency between a frame and its action taking effect: 0, measured, or a duration such as 200ms (rounded up to whole 1/3 s steps)")
 	rate := fl.Float64("rate", 3, "control rate in Hz that deadline misses are counted against")

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/ttm"
@@ -24,6 +25,9 @@ func runInit(env *environment, args []string) error {
 		return err
 	}
 	if err := requireFlag("out", *out); err != nil {
+		return err
+	}
+	if err := makeOutDir(filepath.Dir(*out)); err != nil {
 		return err
 	}
 	if *whole {

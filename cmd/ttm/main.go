@@ -124,6 +124,15 @@ func givenFlags(fs *flag.FlagSet) map[string]bool {
 	return given
 }
 
+// makeOutDir creates dir: the folder --out names, or the folder of the
+// file it names.
+func makeOutDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	return nil
+}
+
 func requireFlag(name, value string) error {
 	if value == "" {
 		return fmt.Errorf("%w: --%s is required", errUsage, name)

@@ -2,9 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/sim/eval"
 )
 
 // twinsDir holds the committed memory twins of README "The memory
@@ -31,10 +36,10 @@ type twinFamily struct {
 }
 
 // evalTwins runs the twins under dir (memory/ and no-memory/) on six
-// held-out scenes of task, the memory twin with its memory knocked out
-// after the cue too and the other without memory, as each was trained,
-// and returns task's results per run: "policy", "policy+knockout" and
-// "policy+nomem".
+// held-out scenes of task, each as it is (the no-memory twin's checkpoint
+// says it runs without memory), the memory twin with its memory knocked
+// out after the cue too, and returns task's results per run: "policy",
+// "policy+knockout" and "no-memory twin".
 func evalTwins(t *testing.T, dir, task string) map[string]twinFamily {
 	t.Helper()
 	out := t.TempDir()
@@ -43,7 +48,7 @@ func evalTwins(t *testing.T, dir, task string) map[string]twinFamily {
 	if code, _, stderr := runCmd(t, append(args, "--policy", filepath.Join(dir, "memory/policy.safetensors"), "--ablations", "knockout", "--out", mem)...); code != 0 {
 		t.Fatalf("eval the memory twin: exit %d: %s", code, stderr)
 	}
-	if code, _, stderr := runCmd(t, append(args, "--policy", filepath.Join(dir, "no-memory/policy.safetensors"), "--no-memory", "--out", nomem)...); code != 0 {
+	if code, _, stderr := runCmd(t, append(args, "--policy", filepath.Join(dir, "no-memory/policy.safetensors"), "--out", nomem)...); code != 0 {
 		t.Fatalf("eval the no-memory twin: exit %d: %s", code, stderr)
 	}
 	runs := map[string]twinFamily{}
@@ -55,6 +60,8 @@ func evalTwins(t *testing.T, dir, task string) map[string]twinFamily {
 		var l struct {
 			Runs []struct {
 				Name      string                `json:"name"`
+				Ablation  string                `json:"ablation"`
+				Memory    string                `json:"memory"`
 				PerFamily map[string]twinFamily `json:"per_family"`
 			} `json:"runs"`
 		}
@@ -62,7 +69,16 @@ func evalTwins(t *testing.T, dir, task string) map[string]twinFamily {
 			t.Fatal(err)
 		}
 		for _, r := range l.Runs {
-			runs[r.Name] = r.PerFamily[task]
+			name := r.Name
+			if ledger == nomem {
+				if r.Ablation != "none" || r.Memory != "none (checkpoint)" {
+					t.Fatalf("the no-memory twin's run %s: ablation %q, memory %q; want none, and none (checkpoint)", r.Name, r.Ablation, r.Memory)
+				}
+				name = "no-memory twin"
+			} else if r.Memory != "" {
+				t.Fatalf("the memory twin's run %s: memory %q, want none given", r.Name, r.Memory)
+			}
+			runs[name] = r.PerFamily[task]
 		}
 	}
 	return runs
@@ -88,9 +104,9 @@ func TestCommittedMemoryTwins(t *testing.T) {
 		t.Logf("%s: %d successes, goal probe %.1f cm after the cue", name, f.Successes, f.GoalProbe.MeanCm)
 		cm[name] = f.GoalProbe.MeanCm
 	}
-	if cm["policy"] > 10 || cm["policy+knockout"] < 14 || cm["policy+nomem"] < 14 {
+	if cm["policy"] > 10 || cm["policy+knockout"] < 14 || cm["no-memory twin"] < 14 {
 		t.Errorf("goal probe after the cue: memory twin %.1f cm (want under 10), knocked out %.1f cm, no-memory twin %.1f cm (want over 14)",
-			cm["policy"], cm["policy+knockout"], cm["policy+nomem"])
+			cm["policy"], cm["policy+knockout"], cm["no-memory twin"])
 	}
 }
 
@@ -118,8 +134,100 @@ func TestCommittedCueTwins(t *testing.T) {
 			t.Fatalf("%s: no target keypoint error after the cue", name)
 		}
 	}
-	if px["policy"] > 10 || px["policy+knockout"] < 15 || px["policy+nomem"] < 15 {
+	if px["policy"] > 10 || px["policy+knockout"] < 15 || px["no-memory twin"] < 15 {
 		t.Errorf("target keypoint after the cue: memory twin %.1f px (want under 10), knocked out %.1f px, no-memory twin %.1f px (want over 15)",
-			px["policy"], px["policy+knockout"], px["policy+nomem"])
+			px["policy"], px["policy+knockout"], px["no-memory twin"])
+	}
+}
+
+// actionRecorder is a sim.Agent that keeps every action its agent takes.
+type actionRecorder struct {
+	sim.Agent
+	actions [][]float32
+}
+
+func (r *actionRecorder) Act(o *sim.Observation) ([]float32, error) {
+	a, err := r.Agent.Act(o)
+	if err == nil {
+		r.actions = append(r.actions, append([]float32(nil), a...))
+	}
+	return a, err
+}
+
+// twinActions plays one cue_pick episode with the checkpoint at path,
+// loaded as every consumer loads it, after setup (nil: none), and returns
+// its actions.
+func twinActions(t *testing.T, path string, setup func(*policy.Policy) error) [][]float32 {
+	t.Helper()
+	p, err := policy.Load(path, policy.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if setup != nil {
+		if err := setup(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task, err := sim.TaskByName("cue_pick")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := p.Spec().Vision.Preprocess
+	ep, err := sim.NewEpisode(task, 5001, sim.Options{Height: pre.Height, Width: pre.Width})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	rec := &actionRecorder{Agent: eval.NewPolicyAgent(p)}
+	if _, err := sim.Run(ep, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	return rec.actions
+}
+
+// sameActions reports whether a and b are the same actions, bit for bit.
+func sameActions(a, b [][]float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return false
+		}
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// TestCommittedNoMemoryTwinsRunWithoutMemory loads each committed
+// no-memory twin as the node, ttm eval, ttm sim and ttm replay do, with no
+// flag: its checkpoint says it was trained without memory, so it acts
+// exactly as with the no-memory ablation switched on, and not as the same
+// weights with the memory switched back on.
+func TestCommittedNoMemoryTwinsRunWithoutMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("closed-loop episodes")
+	}
+	for _, dir := range []string{twinsDir, cueTwinsDir} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			path := filepath.Join(dir, "no-memory/policy.safetensors")
+			asIs := twinActions(t, path, nil)
+			ablated := twinActions(t, path, func(p *policy.Policy) error { return p.SetNoMemory(true) })
+			withMemory := twinActions(t, path, func(p *policy.Policy) error { return p.SetNoMemory(false) })
+			if len(asIs) < 2 {
+				t.Fatalf("%d steps: too short an episode to tell", len(asIs))
+			}
+			if !sameActions(asIs, ablated) {
+				t.Errorf("as loaded, the twin's %d actions differ from its %d with the no-memory ablation", len(asIs), len(ablated))
+			}
+			if sameActions(asIs, withMemory) {
+				t.Errorf("as loaded, the twin's %d actions are those it takes with its memory switched on", len(asIs))
+			}
+		})
 	}
 }

@@ -154,8 +154,8 @@ func runRecord(env *environment, args []string) error {
 			return err
 		}
 		defer p.Close()
-		if err := p.SetNoMemory(*noMemory); err != nil {
-			return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+		if err := ablateMemory(p, *noMemory); err != nil {
+			return err
 		}
 		if pre := p.Spec().Vision.Preprocess; !given["size"] {
 			cfg.h, cfg.w = pre.Height, pre.Width
@@ -344,6 +344,9 @@ func printDatasetTable(env *environment, ix *sim.Index) error {
 func recordLive(ctx context.Context, env *environment, rosArgs *ros.Args, out string, d time.Duration) error {
 	if d < 0 {
 		return fmt.Errorf("%w: --duration %v is negative", errUsage, d)
+	}
+	if err := makeOutDir(filepath.Dir(out)); err != nil {
+		return err
 	}
 	stats, err := ros.Record(ctx, ros.RecordConfig{Args: rosArgs, Out: out, Duration: d, Log: env.log})
 	if err != nil {

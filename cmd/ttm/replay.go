@@ -91,14 +91,15 @@ func runReplay(env *environment, args []string) error {
 		return err
 	}
 	defer p.Close()
-	if err := p.SetNoMemory(*noMemory); err != nil {
-		return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+	if err := ablateMemory(p, *noMemory); err != nil {
+		return err
 	}
 	rep, err := replayOffline(p, ep, !*raw)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", bag, err)
 	}
-	rep.Bag, rep.Policy, rep.NoMemory, rep.Gated = bag, *policyPath, *noMemory, !*raw
+	rep.Bag, rep.Policy, rep.Memory, rep.Gated = bag, *policyPath, memoryNote(p, *noMemory), !*raw
+	rep.NoMemory = rep.Memory != ""
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -112,6 +113,9 @@ type replayReport struct {
 	Bag      string `json:"bag"`
 	Policy   string `json:"policy"`
 	NoMemory bool   `json:"no_memory"`
+	// Memory says why NoMemory: "checkpoint" (trained without memory) or
+	// "ablation" (--no-memory).
+	Memory string `json:"memory,omitempty"`
 	// Gated: actions are compared after RT-1's mode gating, as the node
 	// publishes them (arm mode zeroes the base dimensions, and so on).
 	Gated       bool   `json:"gated"`
@@ -231,7 +235,7 @@ func replayOffline(p *policy.Policy, ep *sim.RecordedEpisode, gate bool) (*repla
 
 func printReplay(env *environment, rep *replayReport) error {
 	fmt.Fprintf(env.stdout, "%s: %d steps (%d with recorded actions), instruction %q, policy %s%s\n", rep.Bag, rep.Steps, rep.Compared,
-		rep.Instruction, filepath.Base(rep.Policy), map[bool]string{true: " without memory", false: ""}[rep.NoMemory])
+		rep.Instruction, filepath.Base(rep.Policy), map[string]string{"checkpoint": " without memory (checkpoint)", "ablation": " without memory (ablation)"}[rep.Memory])
 	if !rep.Gated {
 		fmt.Fprintln(env.stdout, "raw policy outputs, without RT-1's mode gating")
 	}

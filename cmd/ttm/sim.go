@@ -82,8 +82,8 @@ func runSim(env *environment, args []string) error {
 			return err
 		}
 		defer p.Close()
-		if err := p.SetNoMemory(*noMemory); err != nil {
-			return fmt.Errorf("%w: --no-memory: %v", errUsage, err)
+		if err := ablateMemory(p, *noMemory); err != nil {
+			return err
 		}
 		agent := newPolicyAgent(p)
 		cfg.agentName = "policy"

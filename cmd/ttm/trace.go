@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	"github.com/ttmrobot/ttm/internal/safetensors"
@@ -24,6 +25,9 @@ func runTrace(env *environment, args []string) error {
 		if err := requireFlag(f.name, f.v); err != nil {
 			return err
 		}
+	}
+	if err := makeOutDir(filepath.Dir(*out)); err != nil {
+		return err
 	}
 	m, err := ttm.Load(*weights)
 	if err != nil {

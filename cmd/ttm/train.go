@@ -88,7 +88,7 @@ func runTrain(env *environment, args []string) error {
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
 	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions); default: the preset's, blind for small-keypoints")
 	wordNGrams := fl.Int("word-ngrams", 0, "fresh weights: the longest run of consecutive words the instruction encoder hashes as one more piece (language.Config.WordNGrams; 2 or more tells \"move A near B\" from \"move B near A\"); default: the preset's, words only")
-	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
+	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step, recorded in the checkpoint (ttm.config no_memory), which then runs without memory everywhere")
 	taskNames := fl.String("tasks", "all", "train on these tasks' episodes of the datasets only: all, families, memory, or names separated by commas")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
@@ -166,6 +166,7 @@ func runTrain(env *environment, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		spec.Policy.Model = *model
+		spec.TTM.NoMemory = *noMemory
 		if given["blind-actions"] {
 			spec.Policy.BlindActions = *blindActions
 		}
@@ -186,6 +187,12 @@ func runTrain(env *environment, args []string) error {
 	}
 	if given["word-ngrams"] && *wordNGrams != p.Spec().Language.WordNGrams {
 		return fmt.Errorf("%w: --word-ngrams %d, but %s has word_ngrams %d", errUsage, *wordNGrams, start, p.Spec().Language.WordNGrams)
+	}
+	switch ckptNoMemory := p.Spec().TTM.NoMemory; {
+	case ckptNoMemory:
+		cfg.NoMemory = true // trained without memory, it goes on without
+	case *noMemory:
+		return fmt.Errorf("%w: --no-memory, but %s was trained with memory: a policy without memory starts from fresh weights", errUsage, start)
 	}
 	if *model != "" && *model != p.ModelName() {
 		return fmt.Errorf("%w: --model %s, but %s runs the sequence model %s", errUsage, *model, start, p.ModelName())

@@ -66,9 +66,10 @@ func (c *WallClock) WaitUntil(ctx context.Context, t time.Time, wake <-chan stru
 // step the control loop tick by tick with it, faster than real time and
 // without sleeping.
 type ManualClock struct {
-	mu      sync.Mutex // mu guards now and changed
+	mu      sync.Mutex // mu guards now, changed and waitFor
 	now     time.Time
 	changed chan struct{} // closed and replaced whenever now moves
+	waitFor time.Time     // what a blocked WaitUntil waits for; zero: none
 }
 
 // NewManualClock returns a clock reading start.
@@ -95,12 +96,30 @@ func (c *ManualClock) Set(t time.Time) {
 // Advance moves the clock forward by d.
 func (c *ManualClock) Advance(d time.Duration) { c.Set(c.Now().Add(d)) }
 
+// Waiting returns the time a WaitUntil blocked on the clock waits for, or
+// false when none is blocked: a test learns that the loop has finished its
+// tick and stays idle until the clock reaches that time.
+func (c *ManualClock) Waiting() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.waitFor, !c.waitFor.IsZero()
+}
+
 // WaitUntil implements Clock.
 func (c *ManualClock) WaitUntil(ctx context.Context, t time.Time, wake <-chan struct{}) WaitResult {
 	start := c.Now()
+	defer func() {
+		c.mu.Lock()
+		c.waitFor = time.Time{}
+		c.mu.Unlock()
+	}()
 	for {
 		c.mu.Lock()
 		now, changed := c.now, c.changed
+		blocked := !now.Before(start) && now.Before(t)
+		if blocked {
+			c.waitFor = t
+		}
 		c.mu.Unlock()
 		if now.Before(start) {
 			return Jumped

@@ -42,8 +42,11 @@ type Config struct {
 	WeightDecay float64 `json:"weight_decay"` // AdamW λ, on matrices only
 	ClipNorm    float64 `json:"clip_norm"`    // global gradient norm bound; 0: none
 	Seed        uint64  `json:"seed"`
-	Workers     int     `json:"workers"`   // goroutines; results depend on it
-	NoMemory    bool    `json:"no_memory"` // the paper's ablation: memory zeroed every step
+	Workers     int     `json:"workers"` // goroutines; results depend on it
+	// NoMemory trains the paper's ablation, the memory zeroed before every
+	// step: the policy's checkpoint must say so (ttm.config no_memory, set
+	// when it is created), so that it runs the way it was trained.
+	NoMemory bool `json:"no_memory"`
 	// ModeGated, LabelSigma and CensorBounds shape the loss
 	// (policy.Learner).
 	ModeGated    bool    `json:"mode_gated"`
@@ -177,6 +180,9 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		log = hclog.NewNullLogger()
 	}
 	spec := p.Spec()
+	if cfg.NoMemory != spec.TTM.NoMemory {
+		return nil, fmt.Errorf("train: no_memory %v, but the policy's ttm.config has no_memory %v: a policy trains the way its checkpoint runs (create it with ttm.Config.NoMemory for the no-memory ablation)", cfg.NoMemory, spec.TTM.NoMemory)
+	}
 	featLen := eps[0].FeatureLen
 	c := spec.Vision.Head.FeatureChannels
 	if featLen%c != 0 {

@@ -22,7 +22,10 @@
 // # Ablations
 //
 //   - nomem: the memory is zeroed before every step (the paper's ablation,
-//     policy.Policy.SetNoMemory), the same computation otherwise.
+//     policy.Policy.SetNoMemory), the same computation otherwise. A
+//     checkpoint trained without memory (ttm.config no_memory) runs so
+//     with no ablation: its runs' "memory" is "none (checkpoint)", and
+//     nomem adds no run of its own.
 //   - knockout: once per episode, right after a memory task's cue, before
 //     the agent reads the frame of step Episode.CueSteps (3 for cue_pick and
 //     pointed_drawer, whose ring or arrow shows in frames 0-2; 5 for

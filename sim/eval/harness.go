@@ -170,7 +170,7 @@ func Evaluate(ctx context.Context, cfg Config) (*Ledger, *Timing, error) {
 	jobs := make([]job, 0, len(cfg.Runs)*len(pairs))
 	for ri, r := range cfg.Runs {
 		led.Runs[ri] = RunLedger{Name: r.Name, Agent: r.Agent, Checkpoint: r.Checkpoint, CheckpointSHA256: r.CheckpointSHA256,
-			Ablation: r.Ablation, Episodes: make([]EpisodeResult, len(pairs))}
+			Ablation: r.Ablation, Memory: r.Memory, Episodes: make([]EpisodeResult, len(pairs))}
 		tim.Runs[ri] = newRunTiming(r.Name)
 		for slot, p := range pairs {
 			jobs = append(jobs, job{run: ri, task: p.task, index: p.index, slot: slot})

@@ -47,15 +47,18 @@ type Setup struct {
 // RunLedger is one column: an agent (a checkpoint with or without an
 // ablation, or the scripted expert) over every episode.
 type RunLedger struct {
-	Name             string           `json:"name"`
-	Agent            string           `json:"agent"` // "policy", "expert", or a custom agent's kind
-	Checkpoint       string           `json:"checkpoint,omitempty"`
-	CheckpointSHA256 string           `json:"checkpoint_sha256,omitempty"`
-	Ablation         Ablation         `json:"ablation"`
-	Overall          Stats            `json:"overall"`
-	PerFamily        map[string]Stats `json:"per_family"`
-	Groups           map[string]Stats `json:"groups"`
-	Episodes         []EpisodeResult  `json:"episodes"`
+	Name             string   `json:"name"`
+	Agent            string   `json:"agent"` // "policy", "expert", or a custom agent's kind
+	Checkpoint       string   `json:"checkpoint,omitempty"`
+	CheckpointSHA256 string   `json:"checkpoint_sha256,omitempty"`
+	Ablation         Ablation `json:"ablation"`
+	// Memory is MemoryCheckpoint when the checkpoint was trained without
+	// memory; absent, it runs with its memory unless Ablation is nomem.
+	Memory    string           `json:"memory,omitempty"`
+	Overall   Stats            `json:"overall"`
+	PerFamily map[string]Stats `json:"per_family"`
+	Groups    map[string]Stats `json:"groups"`
+	Episodes  []EpisodeResult  `json:"episodes"`
 }
 
 // Stats summarises a set of episodes.

@@ -65,7 +65,7 @@ func Merge(shards []*Ledger) (*Ledger, error) {
 	out := &Ledger{Setup: base}
 	for _, r := range first.Runs {
 		out.Runs = append(out.Runs, RunLedger{Name: r.Name, Agent: r.Agent, Checkpoint: r.Checkpoint,
-			CheckpointSHA256: r.CheckpointSHA256, Ablation: r.Ablation})
+			CheckpointSHA256: r.CheckpointSHA256, Ablation: r.Ablation, Memory: r.Memory})
 	}
 	seenShard := make([]bool, count)
 	for si, l := range shards {
@@ -88,7 +88,7 @@ func Merge(shards []*Ledger) (*Ledger, error) {
 		}
 		for ri := range l.Runs {
 			r, o := &l.Runs[ri], &out.Runs[ri]
-			if r.Name != o.Name || r.Agent != o.Agent || r.CheckpointSHA256 != o.CheckpointSHA256 || r.Ablation != o.Ablation {
+			if r.Name != o.Name || r.Agent != o.Agent || r.CheckpointSHA256 != o.CheckpointSHA256 || r.Ablation != o.Ablation || r.Memory != o.Memory {
 				return nil, fmt.Errorf("merge: shard %d/%d: run %d is %s (%s), not %s (%s)", idx, count, ri, r.Name, r.CheckpointSHA256, o.Name, o.CheckpointSHA256)
 			}
 			o.Episodes = append(o.Episodes, r.Episodes...)

@@ -63,13 +63,16 @@ type OfflineLedger struct {
 
 // OfflineRun is one checkpoint (or ablation) over the dataset.
 type OfflineRun struct {
-	Name             string                 `json:"name"`
-	Checkpoint       string                 `json:"checkpoint"`
-	CheckpointSHA256 string                 `json:"checkpoint_sha256"`
-	Ablation         Ablation               `json:"ablation"`
-	Overall          ActionError            `json:"overall"`
-	PerFamily        map[string]ActionError `json:"per_family"`
-	Episodes         []OfflineEpisode       `json:"episodes"`
+	Name             string   `json:"name"`
+	Checkpoint       string   `json:"checkpoint"`
+	CheckpointSHA256 string   `json:"checkpoint_sha256"`
+	Ablation         Ablation `json:"ablation"`
+	// Memory is MemoryCheckpoint when the checkpoint was trained without
+	// memory (RunLedger.Memory).
+	Memory    string                 `json:"memory,omitempty"`
+	Overall   ActionError            `json:"overall"`
+	PerFamily map[string]ActionError `json:"per_family"`
+	Episodes  []OfflineEpisode       `json:"episodes"`
 }
 
 // OfflineEpisode is one recorded episode's score.
@@ -202,7 +205,7 @@ func EvaluateOffline(ctx context.Context, cfg OfflineConfig) (*OfflineLedger, er
 	var jobs []job
 	for ri, r := range cfg.Runs {
 		led.Runs = append(led.Runs, OfflineRun{Name: r.Name, Checkpoint: r.Checkpoint, CheckpointSHA256: r.CheckpointSHA256,
-			Ablation: r.Ablation, Episodes: make([]OfflineEpisode, len(entries))})
+			Ablation: r.Ablation, Memory: r.Memory, Episodes: make([]OfflineEpisode, len(entries))})
 		for ei := range entries {
 			jobs = append(jobs, job{ri, ei})
 		}
@@ -392,7 +395,11 @@ func OfflineSummary(l *OfflineLedger) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Offline evaluation\n\nDataset `%s`. Per-step action error with teacher forcing (the policy is given the recorded previous action); each dimension over the steps whose recorded mode uses it (arm deltas in arm mode, base velocities in base mode), as the trainer's loss.\n", l.Data)
 	for _, r := range l.Runs {
-		fmt.Fprintf(&b, "\n## %s\n\n`%s` (sha256 %.12s), ablation %s, %d steps.\n\n", r.Name, r.Checkpoint, r.CheckpointSHA256, r.Ablation, r.Overall.Steps)
+		fmt.Fprintf(&b, "\n## %s\n\n`%s` (sha256 %.12s), ablation %s", r.Name, r.Checkpoint, r.CheckpointSHA256, r.Ablation)
+		if r.Memory != "" {
+			fmt.Fprintf(&b, ", memory %s", r.Memory)
+		}
+		fmt.Fprintf(&b, ", %d steps.\n\n", r.Overall.Steps)
 		fams := make([]string, 0, len(r.PerFamily))
 		seen := map[string]bool{}
 		for _, e := range r.Episodes {

@@ -258,3 +258,47 @@ func TestPolicyRunsNoMemoryNeedsTTM(t *testing.T) {
 		t.Errorf("ttm checkpoint: runs %+v, %v", runs, err)
 	}
 }
+
+// A checkpoint trained without memory runs without as it is: every run of
+// it says so (Memory), its nomem variant is its plain run, and a
+// checkpoint with memory keeps its runs as they were.
+func TestPolicyRunsNoMemoryCheckpoint(t *testing.T) {
+	spec := tinySpec(t)
+	spec.TTM.NoMemory = true
+	nomem := filepath.Join(t.TempDir(), "nomem.safetensors")
+	if err := policy.Create(spec, 1, "", nomem, nil); err != nil {
+		t.Fatal(err)
+	}
+	type run struct {
+		Name     string
+		Ablation Ablation
+		Memory   string
+	}
+	for _, tc := range []struct {
+		name     string
+		path     string
+		variants []Ablation
+		want     []run
+	}{
+		{"no-memory checkpoint, every variant", nomem, []Ablation{AblationNone, AblationNoMemory, AblationKnockout},
+			[]run{{"n", AblationNone, MemoryCheckpoint}, {"n+knockout", AblationKnockout, MemoryCheckpoint}}},
+		{"no-memory checkpoint, nomem alone", nomem, []Ablation{AblationNoMemory},
+			[]run{{"n", AblationNone, MemoryCheckpoint}}},
+		{"no-memory checkpoint, nomem and knockout", nomem, []Ablation{AblationNoMemory, AblationKnockout},
+			[]run{{"n", AblationNone, MemoryCheckpoint}, {"n+knockout", AblationKnockout, MemoryCheckpoint}}},
+		{"memory checkpoint", tinyCheckpoint(t, 1), []Ablation{AblationNone, AblationNoMemory},
+			[]run{{"n", AblationNone, ""}, {"n+nomem", AblationNoMemory, ""}}},
+	} {
+		runs, err := PolicyRuns("n", tc.path, tc.variants, policy.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []run
+		for _, r := range runs {
+			got = append(got, run{r.Name, r.Ablation, r.Memory})
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: runs %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -32,6 +32,10 @@ type RunSpec struct {
 	Checkpoint       string // the checkpoint's file name, for policies
 	CheckpointSHA256 string
 	Ablation         Ablation
+	// Memory is MemoryCheckpoint for a checkpoint trained without memory
+	// (it runs without, with no ablation), else empty: the checkpoint
+	// runs with its memory unless Ablation takes it away.
+	Memory string
 	// NewPlayer opens a worker's player.
 	NewPlayer func() (Player, error)
 
@@ -53,13 +57,21 @@ func (p expertPlayer) Begin(ep *sim.Episode) (sim.Agent, bool, error) {
 
 func (expertPlayer) Close() error { return nil }
 
+// MemoryCheckpoint is RunSpec.Memory (and the ledger's run "memory") of a
+// checkpoint trained without memory: it runs without as it is, where the
+// nomem ablation takes the memory from a checkpoint trained with it.
+const MemoryCheckpoint = "none (checkpoint)"
+
 // PolicyRuns returns the runs of one checkpoint, one per variant in
 // order (no variants: the plain run): name for AblationNone, name+nomem,
 // name+knockout for the ablations. Every worker loads its own copy of the
 // policy with opts (Threads defaults to 1: one OpenCV thread per worker).
 // The nomem ablation is a switch of the ttm model: for a checkpoint of
 // another sequence model it is left out (logged to opts.Log), and it is an
-// error when it is the only variant asked for.
+// error when it is the only variant asked for. A checkpoint trained
+// without memory (ttm.config no_memory) has none to zero: its runs say so
+// (RunSpec.Memory), and its nomem variant is its plain run, left out when
+// that is asked for too (logged).
 func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]RunSpec, error) {
 	sum, err := vision.FileSHA256(path)
 	if err != nil {
@@ -71,6 +83,10 @@ func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]
 	if len(variants) == 0 {
 		variants = []Ablation{AblationNone}
 	}
+	memory, err := checkpointMemory(path)
+	if err != nil {
+		return nil, err
+	}
 	var runs []RunSpec
 	for i, ab := range variants {
 		switch ab {
@@ -80,6 +96,15 @@ func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]
 		}
 		if containsAblation(variants[:i], ab) {
 			return nil, fmt.Errorf("checkpoint %s: ablation %s given twice", path, ab)
+		}
+		if ab == AblationNoMemory && memory == MemoryCheckpoint {
+			if containsAblation(variants, AblationNone) {
+				if opts.Log != nil {
+					opts.Log.Warn("ablation left out: the checkpoint was trained without memory and runs without as it is", "checkpoint", path, "ablation", ab)
+				}
+				continue
+			}
+			ab = AblationNone
 		}
 		if ab == AblationNoMemory {
 			model, err := zeroableMemory(path)
@@ -102,7 +127,7 @@ func PolicyRuns(name, path string, variants []Ablation, opts policy.Options) ([]
 		}
 		load := func() (*policy.Policy, error) { return policy.Load(path, opts) }
 		runs = append(runs, RunSpec{Name: n, Agent: "policy", Checkpoint: filepath.Base(path), CheckpointSHA256: sum, Ablation: ab,
-			loadPolicy: load,
+			Memory: memory, loadPolicy: load,
 			NewPlayer: func() (Player, error) {
 				p, err := load()
 				if err != nil {
@@ -124,6 +149,20 @@ func zeroableMemory(path string) (string, error) {
 	defer p.Close()
 	if p.SetNoMemory(true) != nil {
 		return p.ModelName(), nil
+	}
+	return "", nil
+}
+
+// checkpointMemory returns MemoryCheckpoint when the checkpoint at path
+// was trained without memory, else "".
+func checkpointMemory(path string) (string, error) {
+	p, err := policy.Load(path, policy.Options{NoBackbone: true})
+	if err != nil {
+		return "", err
+	}
+	defer p.Close()
+	if p.Spec().TTM.NoMemory {
+		return MemoryCheckpoint, nil
 	}
 	return "", nil
 }

@@ -31,6 +31,9 @@ func Summary(l *Ledger, t *Timing) string {
 		if r.Ablation != AblationNone && r.Ablation != "" {
 			fmt.Fprintf(&b, ", ablation %s", r.Ablation)
 		}
+		if r.Memory != "" {
+			fmt.Fprintf(&b, ", memory %s", r.Memory)
+		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n## Success rate\n\nSuccess in %, its 95 % Wilson interval, successes/episodes.\n\n")
