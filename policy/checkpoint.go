@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/ttmrobot/ttm/internal/action"
@@ -286,31 +285,12 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	} else {
 		p = assemble(spec, model, vhead, lang, nil)
 	}
-	var problems []string
-	known := map[string]bool{}
+	set := safetensors.Set{What: "checkpoint", Owns: safetensors.HasPrefix(Prefix)}
 	for _, s := range p.specs {
-		known[s.name] = true
-		t, ok := f.Tensors[s.name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", s.name, s.shape))
-		case !equalShape(t.Shape, s.shape):
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", s.name, t.Shape, s.shape))
-		default:
-			if err := t.Float32(*s.dst); err != nil {
-				problems = append(problems, fmt.Sprintf("tensor %s: %v", s.name, err))
-			} else if !finite(*s.dst) {
-				problems = append(problems, fmt.Sprintf("tensor %s holds NaN or Inf", s.name))
-			}
-		}
+		set.Tensors = append(set.Tensors, safetensors.Want{Name: s.name, Shape: s.shape, Dst: *s.dst})
 	}
-	for name := range f.Tensors {
-		if strings.HasPrefix(name, Prefix) && !known[name] {
-			problems = append(problems, "unexpected tensor "+name)
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("checkpoint does not match its configuration:\n  %s", strings.Join(problems, "\n  "))
+	if err := f.Load(set); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -341,50 +321,11 @@ func seqFromFile(f *safetensors.File, name string) (seq.Model, ttm.Config, error
 		return nil, ttm.Config{}, fmt.Errorf("seq %s: %d input tokens, %d output tokens of width %d; ttm.config has %d, %d and %d",
 			name, sh.InputTokens, sh.OutputTokens, sh.Dim, tc.InputTokens, tc.ProcessSize, tc.Dim)
 	}
-	params := make([]float32, len(empty.Params()))
-	prefix := seqTensorPrefix(name)
-	var problems []string
-	known := map[string]bool{}
-	for _, s := range empty.Specs() {
-		tn := prefix + s.Name
-		known[tn] = true
-		t, ok := f.Tensors[tn]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", tn, s.Shape))
-		case !equalShape(t.Shape, s.Shape):
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", tn, t.Shape, s.Shape))
-		default:
-			if err := t.Float32(params[s.Offset : s.Offset+s.Size]); err != nil {
-				problems = append(problems, fmt.Sprintf("tensor %s: %v", tn, err))
-			}
-		}
-	}
-	for tn := range f.Tensors {
-		if (strings.HasPrefix(tn, SeqPrefix) || strings.HasPrefix(tn, ttm.Prefix)) && !known[tn] {
-			problems = append(problems, "unexpected tensor "+tn)
-		}
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return nil, ttm.Config{}, fmt.Errorf("checkpoint does not match its sequence model %s:\n  %s", name, strings.Join(problems, "\n  "))
-	}
-	if err := seq.SetParams(empty, params); err != nil {
+	owns := safetensors.HasPrefix(SeqPrefix, ttm.Prefix)
+	if err := seq.Load(empty, f, seqTensorPrefix(name), owns); err != nil {
 		return nil, ttm.Config{}, err
 	}
 	return empty, tc, nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // check compares the checkpoint with what the node expects.
