@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/nn/cvec"
 )
@@ -76,7 +77,7 @@ type HeadParams struct {
 	ProjBias     []float32    // (d)
 	PosEmbed     []float32    // (Positions, d), or nil without positional embedding
 	FiLM         FiLMParams
-	TokenLearner TokenLearnerParams
+	TokenLearner layer.TokenLearner
 	Keypoints    KeypointParams // nil views without HeadConfig.Keypoints
 }
 
@@ -186,6 +187,7 @@ func (h *Head) View(flat []float32) HeadParams {
 	if len(flat) != len(h.Params) {
 		panic(fmt.Sprintf("vision: Head.View of %d floats, the head has %d", len(flat), len(h.Params)))
 	}
+	c := h.Config
 	v := map[string][]float32{}
 	for _, s := range h.Specs {
 		v[s.Name] = flat[s.Offset : s.Offset+s.Size : s.Offset+s.Size]
@@ -205,10 +207,12 @@ func (h *Head) View(flat []float32) HeadParams {
 			MultKernel: v["film/mult/kernel"], MultBias: v["film/mult/bias"],
 			AddKernel: v["film/add/kernel"], AddBias: v["film/add/bias"],
 		},
-		TokenLearner: TokenLearnerParams{
-			LNScale: v[tl+"LayerNorm_0/scale"], LNBias: v[tl+"LayerNorm_0/bias"],
-			Kernel0: v[tl+"token_masking/Dense_0/kernel"], Bias0: v[tl+"token_masking/Dense_0/bias"],
-			Kernel1: v[tl+"token_masking/Dense_1/kernel"], Bias1: v[tl+"token_masking/Dense_1/bias"],
+		TokenLearner: layer.TokenLearner{
+			LN: layer.LayerNorm{Scale: v[tl+"LayerNorm_0/scale"], Bias: v[tl+"LayerNorm_0/bias"]},
+			MLP: layer.MLP{
+				D0: layer.Dense{Kernel: v[tl+"token_masking/Dense_0/kernel"], Bias: v[tl+"token_masking/Dense_0/bias"], In: c.Dim, Out: c.TokenLearnerHidden},
+				D1: layer.Dense{Kernel: v[tl+"token_masking/Dense_1/kernel"], Bias: v[tl+"token_masking/Dense_1/bias"], In: c.TokenLearnerHidden, Out: h.learnedTokens()},
+			},
 		},
 		Keypoints: KeypointParams{LogScale: v["keypoints/log_scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
 	}
@@ -244,10 +248,11 @@ type HeadActs struct {
 	Gamma []float32   // (d) FiLM scale, e·W_m + b_m
 	Beta  []float32   // (d) FiLM shift, e·W_a + b_a
 	FiLM  []float32   // (N, d) after FiLM: TokenLearner's input
-	TL    *TokenLearnerActs
+	TL    *layer.TokenLearnerRec
 	KP    *KeypointActs // nil without keypoints
 
 	dX, dProj, dGamma, dBeta []float32 // backward scratch: (N, d), (N, d), (d), (d)
+	tl                       *layer.TokenLearnerScratch
 }
 
 // NewActs allocates activations for a feature map of n positions.
@@ -256,7 +261,8 @@ func (h *Head) NewActs(n int) *HeadActs {
 	d := c.Dim
 	a := &HeadActs{
 		N: n, Proj: make([]float32, n*d), Gamma: make([]float32, d), Beta: make([]float32, d),
-		FiLM: make([]float32, n*d), TL: NewTokenLearnerActs(n, d, c.TokenLearnerHidden, h.learnedTokens()),
+		FiLM: make([]float32, n*d), TL: layer.NewTokenLearnerRec(n, d, c.TokenLearnerHidden, h.learnedTokens()),
+		tl: layer.NewTokenLearnerScratch(n, d, c.TokenLearnerHidden, h.learnedTokens()),
 		dX: make([]float32, n*d), dProj: make([]float32, n*d), dGamma: make([]float32, d), dBeta: make([]float32, d),
 	}
 	if c.Keypoints {
@@ -384,7 +390,7 @@ func (h *Head) Forward(out []float32, a *HeadActs, feat, e []float32) {
 		x = a.FiLM
 	}
 	k := h.learnedTokens()
-	TokenLearnerForward(out[:k*d], a.TL, x, &h.P.TokenLearner, float32(c.LayerNormEps))
+	layer.TokenLearnerForward(out[:k*d], a.TL, x, &h.P.TokenLearner, float32(c.LayerNormEps))
 	if c.Keypoints {
 		KeypointsForward(out[k*d:(k+1)*d], a.KP, x, &h.P.Keypoints)
 	}
@@ -410,7 +416,7 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	k := h.learnedTokens()
 	if c.FiLM == FiLMHead {
 		clear(a.dX)
-		TokenLearnerBackward(a.dX, &g.TokenLearner, dOut[:k*d], a.TL, a.FiLM, &h.P.TokenLearner)
+		layer.TokenLearnerBackward(a.dX, &g.TokenLearner, dOut[:k*d], a.TL, a.tl, a.FiLM, &h.P.TokenLearner)
 		if c.Keypoints {
 			KeypointsBackward(a.dX, &g.Keypoints, dOut[k*d:(k+1)*d], a.KP, a.FiLM, &h.P.Keypoints)
 		}
@@ -419,7 +425,7 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 		FiLMBackward(dProj, a.dGamma, a.dBeta, a.dX, a.Proj, a.Gamma, n, d)
 		FiLMCoefficientsBackward(dEmb, &g.FiLM, a.dGamma, a.dBeta, e, &h.P.FiLM, c.EmbeddingDim, d)
 	} else {
-		TokenLearnerBackward(dProj, &g.TokenLearner, dOut[:k*d], a.TL, a.Proj, &h.P.TokenLearner)
+		layer.TokenLearnerBackward(dProj, &g.TokenLearner, dOut[:k*d], a.TL, a.tl, a.Proj, &h.P.TokenLearner)
 		if c.Keypoints {
 			KeypointsBackward(dProj, &g.Keypoints, dOut[k*d:(k+1)*d], a.KP, a.Proj, &h.P.Keypoints)
 		}

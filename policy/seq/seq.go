@@ -14,6 +14,8 @@
 // function of the step's position in the episode).
 package seq
 
+import "github.com/ttmrobot/ttm/internal/layer"
+
 // Shape is what the policy sees of a model.
 type Shape struct {
 	InputTokens  int // n
@@ -22,11 +24,7 @@ type Shape struct {
 }
 
 // TensorSpec names one tensor in a model's flat parameter slice.
-type TensorSpec struct {
-	Name         string
-	Shape        []int
-	Offset, Size int
-}
+type TensorSpec = layer.Spec
 
 // Model is one sequence model's configuration and weights. A Model is
 // read-only while Runners and Tapes use it.

@@ -21,7 +21,6 @@ import (
 type TTM struct {
 	name  string
 	model *ttm.Model
-	specs []TensorSpec
 }
 
 // ttmConfig is the ttm.Config the registry name `name` builds from c.
@@ -81,11 +80,7 @@ func WrapTTM(name string, m *ttm.Model) (*TTM, error) {
 	default:
 		return nil, fmt.Errorf("seq: %q is not a TTM variant (want ttm, ttm-nomem or erase-add)", name)
 	}
-	t := &TTM{name: name, model: m}
-	for _, s := range m.Specs {
-		t.specs = append(t.specs, TensorSpec{Name: s.Name, Shape: s.Shape, Offset: s.Offset, Size: s.Size})
-	}
-	return t, nil
+	return &TTM{name: name, model: m}, nil
 }
 
 // Model is the adapted ttm.Model.
@@ -99,7 +94,7 @@ func (t *TTM) Shape() Shape {
 }
 
 func (t *TTM) Params() []float32   { return t.model.Params }
-func (t *TTM) Specs() []TensorSpec { return t.specs }
+func (t *TTM) Specs() []TensorSpec { return t.model.Specs }
 func (t *TTM) Init(seed uint64)    { t.model.Init(seed) }
 func (t *TTM) ParamsChanged()      { t.model.ParamsChanged() }
 
