@@ -127,22 +127,19 @@ func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) erro
 		return err
 	}
 	lang.Init(seed)
-	var p *Policy
+	var m seq.Model
 	if spec.Policy.usesSeq() {
-		m, err := seq.New(spec.Policy.Model, SeqConfig(spec.TTM))
-		if err != nil {
-			return err
-		}
-		m.Init(seed)
-		p = assembleSeq(spec, m, vhead, lang, nil)
+		m, err = seq.New(spec.Policy.Model, SeqConfig(spec.TTM))
 	} else {
-		model, err := ttm.NewModel(spec.TTM)
-		if err != nil {
-			return err
-		}
-		model.Init(seed)
-		p = assemble(spec, model, vhead, lang, nil)
+		var model *ttm.Model
+		model, err = ttm.NewModel(spec.TTM)
+		m = seq.TTMOf(model)
 	}
+	if err != nil {
+		return err
+	}
+	m.Init(seed)
+	p := assemble(spec, m, vhead, lang, nil)
 	p.initOwn(seed)
 	return p.Save(out)
 }
@@ -163,16 +160,18 @@ func seqTensorPrefix(name string) string { return SeqPrefix + name + "/" }
 func (p *Policy) Save(path string) error {
 	f := safetensors.New()
 	f.Metadata[ConfigKey] = p.spec.Policy.JSON()
-	if p.seqModel != nil {
-		// ttm.config keeps the width and token budget the policy is built on.
+	prefix := ttm.Prefix
+	// ttm.config keeps the width and token budget the policy is built on;
+	// for the TTM it is the TTM's own configuration.
+	f.Metadata[ttm.ConfigKey] = p.seq.ConfigJSON()
+	if p.spec.Policy.usesSeq() {
 		f.Metadata[ttm.ConfigKey] = p.spec.TTM.JSON()
-		f.Metadata[SeqConfigKey] = p.seqModel.ConfigJSON()
-		prefix, params := seqTensorPrefix(p.seqModel.Name()), p.seqModel.Params()
-		for _, s := range p.seqModel.Specs() {
-			f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
-		}
-	} else {
-		p.model.AddTo(f, ttm.Prefix)
+		f.Metadata[SeqConfigKey] = p.seq.ConfigJSON()
+		prefix = seqTensorPrefix(p.seq.Name())
+	}
+	params := p.seq.Params()
+	for _, s := range p.seq.Specs() {
+		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
 	}
 	if err := vision.AddFrontEnd(f, p.spec.Vision, p.visionHd, vision.Prefix); err != nil {
 		return err
@@ -254,7 +253,6 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	var model *ttm.Model
 	var sm seq.Model
 	var tc ttm.Config
 	if pc.usesSeq() {
@@ -262,10 +260,11 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 			return nil, err
 		}
 	} else {
-		if model, err = ttm.FromFile(f, ttm.Prefix); err != nil {
+		model, err := ttm.FromFile(f, ttm.Prefix)
+		if err != nil {
 			return nil, err
 		}
-		tc = model.Config
+		sm, tc = seq.TTMOf(model), model.Config
 	}
 	vcfg, vhead, err := vision.FrontEndFromFile(f, vision.Prefix)
 	if err != nil {
@@ -279,12 +278,7 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	var p *Policy
-	if sm != nil {
-		p = assembleSeq(spec, sm, vhead, lang, nil)
-	} else {
-		p = assemble(spec, model, vhead, lang, nil)
-	}
+	p := assemble(spec, sm, vhead, lang, nil)
 	set := safetensors.Set{What: "checkpoint", Owns: safetensors.HasPrefix(Prefix)}
 	for _, s := range p.specs {
 		set.Tensors = append(set.Tensors, safetensors.Want{Name: s.name, Shape: s.shape, Dst: *s.dst})
