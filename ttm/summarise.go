@@ -130,23 +130,30 @@ func (a *addEraseWriter) write(next, cat []float32) {
 	nn.SoftmaxRowsForward(a.w, kw, m)
 	a.headVectors(a.erase, &a.p.ln[1], &a.p.mlp[1], &a.p.mlp[2], o)
 	a.headVectors(a.add, &a.p.ln[2], &a.p.mlp[3], &a.p.mlp[4], o)
+	addEraseCombine(next, mem, a.w, a.erase, a.add, m, d, kw)
+}
+
+// addEraseCombine writes next (m, d) from the memory mem (m, d), the write
+// weights w (Kw, m) and the erase and add vectors e, a (Kw, d):
+//
+//	M'[i,c] = M[i,c] Π_k (1 - w[k,i] e[k,c]) + mean_k (1 - w[k,i] a[k,c])
+func addEraseCombine(next, mem, w, e, a []float32, m, d, kw int) {
 	inv := 1 / float32(kw)
 	for i := 0; i < m; i++ {
-		src := mem[i*d : i*d+d]
 		dst := next[i*d : i*d+d]
-		copy(dst, src)
+		copy(dst, mem[i*d:i*d+d])
 		for k := 0; k < kw; k++ {
-			wk := a.w[k*m+i]
-			e := a.erase[k*d : k*d+d]
+			wk := w[k*m+i]
+			ek := e[k*d : k*d+d]
 			for c := range dst {
-				dst[c] *= 1 - wk*e[c]
+				dst[c] *= 1 - wk*ek[c]
 			}
 		}
 		for k := 0; k < kw; k++ {
-			wk := a.w[k*m+i]
-			ad := a.add[k*d : k*d+d]
+			wk := w[k*m+i]
+			ak := a[k*d : k*d+d]
 			for c := range dst {
-				dst[c] += (1 - wk*ad[c]) * inv
+				dst[c] += (1 - wk*ak[c]) * inv
 			}
 		}
 	}

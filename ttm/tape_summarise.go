@@ -196,26 +196,7 @@ func (t *addEraseTape) forward(s int, next, cat []float32) {
 	nn.SoftmaxRowsForward(rc.w, kw, m)
 	t.headForward(&rc.erase, &p.ln[1], &p.mlp[1], &p.mlp[2], o)
 	t.headForward(&rc.add, &p.ln[2], &p.mlp[3], &p.mlp[4], o)
-	w, e, a := rc.w, rc.erase.vec, rc.add.vec
-	inv := 1 / float32(kw)
-	for i := 0; i < m; i++ {
-		dst := next[i*d : i*d+d]
-		copy(dst, mem[i*d:i*d+d])
-		for k := 0; k < kw; k++ {
-			wk := w[k*m+i]
-			ek := e[k*d : k*d+d]
-			for c := range dst {
-				dst[c] *= 1 - wk*ek[c]
-			}
-		}
-		for k := 0; k < kw; k++ {
-			wk := w[k*m+i]
-			ak := a[k*d : k*d+d]
-			for c := range dst {
-				dst[c] += (1 - wk*ak[c]) * inv
-			}
-		}
-	}
+	addEraseCombine(next, mem, rc.w, rc.erase.vec, rc.add.vec, m, d, kw)
 }
 
 // backward accumulates into dCat (m+n+r, d) the gradient of the write with

@@ -20,52 +20,20 @@ type ParamSpec struct {
 	init   paramInit
 }
 
-// paramInit says how Init fills a tensor.
+// paramInit says how Init fills a tensor: as the layer toolkit's
+// initialiser, or with a fixed 2-D sine-cosine position embedding for a
+// grid sinCosGrid positions wide.
 type paramInit struct {
-	kind          paramInitKind
-	fanIn, fanOut int     // xavier
-	std           float64 // normal
-	value         float64 // const
-	gridWidth     int     // sincos2d: positions per row
+	layer.Init
+	sinCosGrid int
 }
 
-type paramInitKind int
-
-const (
-	initZeros paramInitKind = iota
-	initOnes
-	initXavier
-	initNormal
-	initSinCos2D
-	initConst
-)
-
-func (in paramInit) fill(dst []float32, r *rand.Rand) {
-	switch in.kind {
-	case initZeros:
-		clear(dst)
-	case initOnes:
-		for i := range dst {
-			dst[i] = 1
-		}
-	case initXavier:
-		limit := math.Sqrt(6 / float64(in.fanIn+in.fanOut))
-		for i := range dst {
-			dst[i] = float32((2*r.Float64() - 1) * limit)
-		}
-	case initNormal:
-		for i := range dst {
-			dst[i] = float32(r.NormFloat64() * in.std)
-		}
-	case initConst:
-		for i := range dst {
-			dst[i] = float32(in.value)
-		}
-	case initSinCos2D:
-		sinCos2D(dst, in.gridWidth, in.fanOut)
-	default:
-		panic(fmt.Sprintf("vision: unknown initialiser %d", in.kind))
+func (in paramInit) fill(dst []float32, r *rand.Rand, d int) {
+	if in.sinCosGrid > 0 {
+		sinCos2D(dst, in.sinCosGrid, d)
+		return
 	}
+	in.Init.Fill(dst, r)
 }
 
 // HeadParams are the head's tensors as views of one flat slice: the
@@ -128,9 +96,8 @@ func headSpecs(c HeadConfig) []ParamSpec {
 		specs = append(specs, ParamSpec{Name: name, Shape: shape, Offset: off, Size: n, init: in})
 		off += n
 	}
-	zeros, ones := paramInit{kind: initZeros}, paramInit{kind: initOnes}
-	xavier := func(in, out int) paramInit { return paramInit{kind: initXavier, fanIn: in, fanOut: out} }
-	mlpBias := paramInit{kind: initNormal, std: 1e-6} // scenic MlpBlock
+	zeros, ones, mlpBias := paramInit{Init: layer.Zeros}, paramInit{Init: layer.Ones}, paramInit{Init: layer.MLPBias}
+	xavier := func(in, out int) paramInit { return paramInit{Init: layer.Xavier(in, out)} }
 	projIn := C
 	if c.Hidden > 0 {
 		projIn = c.Hidden
@@ -152,9 +119,9 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add("conv1x1/bias", zeros, d)
 	switch {
 	case c.Positions > 0 && c.PositionGridWidth > 0:
-		add("pos_embedding", paramInit{kind: initSinCos2D, gridWidth: c.PositionGridWidth, fanOut: d}, c.Positions, d)
+		add("pos_embedding", paramInit{sinCosGrid: c.PositionGridWidth}, c.Positions, d)
 	case c.Positions > 0:
-		add("pos_embedding", paramInit{kind: initNormal, std: 0.02}, c.Positions, d)
+		add("pos_embedding", paramInit{Init: layer.PosInit}, c.Positions, d)
 	}
 	if c.FiLM == FiLMHead {
 		add("film/mult/kernel", zeros, e, d)
@@ -173,7 +140,7 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add(tl+"token_masking/Dense_1/kernel", xavier(hid, k), hid, k)
 	add(tl+"token_masking/Dense_1/bias", mlpBias, k)
 	if c.Keypoints {
-		add("keypoints/log_scale", paramInit{kind: initConst, value: KeypointLogScaleInit}, d)
+		add("keypoints/log_scale", paramInit{Init: layer.Const(float32(KeypointLogScaleInit))}, d)
 		add("keypoints/dense/kernel", xavier(2*d, d), 2*d, d)
 		add("keypoints/dense/bias", zeros, d)
 	}
@@ -235,7 +202,7 @@ func (h *Head) NumParams() int { return len(h.Params) }
 func (h *Head) Init(seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0x7669_7369_6f6e_2f68)) // "vision/h"
 	for _, s := range h.Specs {
-		s.init.fill(h.Params[s.Offset:s.Offset+s.Size], r)
+		s.init.fill(h.Params[s.Offset:s.Offset+s.Size], r, h.Config.Dim)
 	}
 }
 
