@@ -74,13 +74,5 @@ func (m *Model) Save(path string) error {
 
 // Load reads a checkpoint file holding a language model under Prefix.
 func Load(path string) (*Model, error) {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load language model: %w", err)
-	}
-	m, err := FromFile(f, Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("load language model %s: %w", path, err)
-	}
-	return m, nil
+	return safetensors.LoadFile(path, "language model", func(f *safetensors.File) (*Model, error) { return FromFile(f, Prefix) })
 }

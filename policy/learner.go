@@ -299,22 +299,11 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 // It is the TTM's switch (seq.NoMemorySwitch); for another sequence model
 // switching it on is an error (train the "ttm-nomem" model instead).
 func (l *Learner) SetNoMemory(on bool) error {
-	sw, ok := l.tape.(seq.NoMemorySwitch)
-	if !ok {
-		if on {
-			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy trains %q (train the ttm-nomem model instead)", l.p.ModelName())
-		}
-		return nil
-	}
-	sw.SetNoMemory(on)
-	return nil
+	return setNoMemory(l.tape, on, "trains", l.p.ModelName())
 }
 
 // noMemory reports whether the learner trains the no-memory ablation.
-func (l *Learner) noMemory() bool {
-	sw, ok := l.tape.(seq.NoMemorySwitch)
-	return ok && sw.NoMemory()
-}
+func (l *Learner) noMemory() bool { return noMemoryOn(l.tape) }
 
 // ZeroGrads clears the accumulated gradients.
 func (l *Learner) ZeroGrads() {

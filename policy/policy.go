@@ -241,11 +241,18 @@ func (p *Policy) ModelName() string { return p.spec.Policy.ModelName() }
 // (seq.NoMemorySwitch): for another sequence model switching it on is an
 // error (the ablation of the seq package is a model of its own,
 // "ttm-nomem").
-func (p *Policy) SetNoMemory(on bool) error {
-	sw, ok := p.runner.(seq.NoMemorySwitch)
+func (p *Policy) SetNoMemory(on bool) error { return setNoMemory(p.runner, on, "runs", p.ModelName()) }
+
+// noMemory reports whether the no-memory ablation is on.
+func (p *Policy) noMemory() bool { return noMemoryOn(p.runner) }
+
+// setNoMemory switches the no-memory ablation of x, a seq.Runner or
+// seq.Tape; the policy runs (or trains: verb) the model called name.
+func setNoMemory(x any, on bool, verb, name string) error {
+	sw, ok := x.(seq.NoMemorySwitch)
 	if !ok {
 		if on {
-			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy runs %q (train the ttm-nomem model instead)", p.ModelName())
+			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy %s %q (train the ttm-nomem model instead)", verb, name)
 		}
 		return nil
 	}
@@ -253,9 +260,10 @@ func (p *Policy) SetNoMemory(on bool) error {
 	return nil
 }
 
-// noMemory reports whether the no-memory ablation is on.
-func (p *Policy) noMemory() bool {
-	sw, ok := p.runner.(seq.NoMemorySwitch)
+// noMemoryOn reports whether x, a seq.Runner or seq.Tape, runs the
+// no-memory ablation.
+func noMemoryOn(x any) bool {
+	sw, ok := x.(seq.NoMemorySwitch)
 	return ok && sw.NoMemory()
 }
 

@@ -68,13 +68,5 @@ func FromFile(f *safetensors.File, prefix string) (*Model, error) {
 
 // Load reads a checkpoint file holding a TTM under Prefix.
 func Load(path string) (*Model, error) {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load ttm weights: %w", err)
-	}
-	m, err := FromFile(f, Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("load ttm weights %s: %w", path, err)
-	}
-	return m, nil
+	return safetensors.LoadFile(path, "ttm weights", func(f *safetensors.File) (*Model, error) { return FromFile(f, Prefix) })
 }

@@ -106,6 +106,21 @@ func HasPrefix(prefixes ...string) func(string) bool {
 	}
 }
 
+// LoadFile reads the file at path and builds a T from it with from. Its
+// errors say "load <what>" and name the file.
+func LoadFile[T any](path, what string, from func(*File) (T, error)) (T, error) {
+	var zero T
+	f, err := ReadFile(path)
+	if err != nil {
+		return zero, fmt.Errorf("load %s: %w", what, err)
+	}
+	v, err := from(f)
+	if err != nil {
+		return zero, fmt.Errorf("load %s %s: %w", what, path, err)
+	}
+	return v, nil
+}
+
 // CheckFinite returns an error naming tensor name and the first element of
 // x that is NaN or Inf, or nil when every element is finite.
 func CheckFinite(name string, x []float32) error {

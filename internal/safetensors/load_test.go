@@ -1,7 +1,9 @@
 package safetensors
 
 import (
+	"errors"
 	"math"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -67,6 +69,41 @@ func TestLoad(t *testing.T) {
 			}
 			if tc.limit > 0 && strings.Contains(err.Error(), "m/z") {
 				t.Errorf("error %q lists more than %d problems", err, tc.limit)
+			}
+		})
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.safetensors")
+	f := New()
+	f.Tensors["a"] = FromFloat32([]float32{1, 2}, 2)
+	if err := WriteFile(good, f); err != nil {
+		t.Fatal(err)
+	}
+	count := func(f *File) (int, error) { return len(f.Tensors), nil }
+	refuse := func(*File) (int, error) { return 0, errors.New("no thanks") }
+	cases := []struct {
+		name, path string
+		from       func(*File) (int, error)
+		want       string // error substring; "" for none
+	}{
+		{"good", good, count, ""},
+		{"missing file", filepath.Join(dir, "missing"), count, "load thing: open " + filepath.Join(dir, "missing")},
+		{"rejected", good, refuse, "load thing " + good + ": no thanks"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n, err := LoadFile(tc.path, "thing", tc.from)
+			if tc.want == "" {
+				if err != nil || n != 1 {
+					t.Fatalf("got %d, %v", n, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
 			}
 		})
 	}
