@@ -68,7 +68,8 @@ type State interface {
 // concurrent use; any number of Runners may share one Model.
 type Runner interface {
 	// Step writes the step's output (r, d) from input (n, d) and advances
-	// s. NoMemory-style ablations are model variants, not a Runner flag.
+	// s. No-memory ablations are model variants ("ttm-nomem"), except the
+	// TTM's run-time switch (NoMemorySwitch).
 	Step(s State, input, output []float32)
 }
 
