@@ -297,15 +297,11 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if p.front == nil {
 		return errors.New("policy: no backbone: use StepTokens")
 	}
-	emb, err := p.Embed(obs)
+	film, q, err := p.frontEndInputs(obs, st)
 	if err != nil {
 		return err
 	}
-	q, err := p.checkProprio(obs.Proprio)
-	if err != nil {
-		return err
-	}
-	if err := p.front.EncodeInto(p.frame, obs.Frame, p.steerFrontEnd(p.front.Keypoints(), emb, st)); err != nil {
+	if err := p.front.EncodeInto(p.frame, obs.Frame, film); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
@@ -318,18 +314,29 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if p.front == nil {
 		return errors.New("policy: no front end: use StepTokens")
 	}
-	emb, err := p.Embed(obs)
+	film, q, err := p.frontEndInputs(obs, st)
 	if err != nil {
 		return err
 	}
-	q, err := p.checkProprio(obs.Proprio)
-	if err != nil {
-		return err
-	}
-	if err := p.front.EncodeFromFeatures(p.frame, features, p.steerFrontEnd(p.front.Keypoints(), emb, st)); err != nil {
+	if err := p.front.EncodeFromFeatures(p.frame, features, film); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+}
+
+// frontEndInputs checks obs's instruction and proprioception and returns
+// what conditions FiLM at this step and the robot's proprioception (nil
+// for a policy without); with MemoryPrior it steers the front end's next
+// pass (steerFrontEnd).
+func (p *Policy) frontEndInputs(obs *Observation, st *State) (film, q []float32, err error) {
+	emb, err := p.Embed(obs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if q, err = p.checkProprio(obs.Proprio); err != nil {
+		return nil, nil, err
+	}
+	return p.steerFrontEnd(p.front.Keypoints(), emb, st), q, nil
 }
 
 // steerFrontEnd returns what conditions FiLM at this step (filmEmbedding)
