@@ -2,12 +2,7 @@ package language
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"sort"
-	"strings"
 
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
@@ -54,40 +49,15 @@ func FromFile(f *safetensors.File, prefix string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
+	set := safetensors.Set{
+		What: "language checkpoint", Owns: safetensors.HasPrefix(prefix),
+		Needs: "the configuration and vocabulary need",
+	}
 	for _, s := range m.Specs {
-		name := prefix + s.Name
-		t, ok := f.Tensors[name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", name, s.Shape))
-			continue
-		case !slices.Equal(t.Shape, s.Shape):
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration and vocabulary need %v", name, t.Shape, s.Shape))
-			continue
-		}
-		dst := m.Params[s.Offset : s.Offset+s.Size]
-		if err := t.Float32(dst); err != nil {
-			problems = append(problems, fmt.Sprintf("tensor %s: %v", name, err))
-			continue
-		}
-		for i, x := range dst {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				problems = append(problems, fmt.Sprintf("tensor %s holds %v at element %d", name, x, i))
-				break
-			}
-		}
+		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: m.Params[s.Offset : s.Offset+s.Size]})
 	}
-	var extra []string
-	for name := range f.Tensors {
-		if strings.HasPrefix(name, prefix) && !slices.ContainsFunc(m.Specs, func(s ParamSpec) bool { return prefix+s.Name == name }) {
-			extra = append(extra, "unexpected tensor "+name)
-		}
-	}
-	sort.Strings(extra)
-	problems = append(problems, extra...)
-	if len(problems) > 0 {
-		return nil, errors.New("language checkpoint does not match its configuration:\n  " + strings.Join(problems, "\n  "))
+	if err := f.Load(set); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -104,13 +74,5 @@ func (m *Model) Save(path string) error {
 
 // Load reads a checkpoint file holding a language model under Prefix.
 func Load(path string) (*Model, error) {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load language model: %w", err)
-	}
-	m, err := FromFile(f, Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("load language model %s: %w", path, err)
-	}
-	return m, nil
+	return safetensors.LoadFile(path, "language model", func(f *safetensors.File) (*Model, error) { return FromFile(f, Prefix) })
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/ttmrobot/ttm/internal/action"
@@ -128,22 +127,19 @@ func Create(spec Spec, seed uint64, backbone, out string, log hclog.Logger) erro
 		return err
 	}
 	lang.Init(seed)
-	var p *Policy
+	var m seq.Model
 	if spec.Policy.usesSeq() {
-		m, err := seq.New(spec.Policy.Model, SeqConfig(spec.TTM))
-		if err != nil {
-			return err
-		}
-		m.Init(seed)
-		p = assembleSeq(spec, m, vhead, lang, nil)
+		m, err = seq.New(spec.Policy.Model, SeqConfig(spec.TTM))
 	} else {
-		model, err := ttm.NewModel(spec.TTM)
-		if err != nil {
-			return err
-		}
-		model.Init(seed)
-		p = assemble(spec, model, vhead, lang, nil)
+		var model *ttm.Model
+		model, err = ttm.NewModel(spec.TTM)
+		m = seq.TTMOf(model)
 	}
+	if err != nil {
+		return err
+	}
+	m.Init(seed)
+	p := assemble(spec, m, vhead, lang, nil)
 	p.initOwn(seed)
 	return p.Save(out)
 }
@@ -164,16 +160,18 @@ func seqTensorPrefix(name string) string { return SeqPrefix + name + "/" }
 func (p *Policy) Save(path string) error {
 	f := safetensors.New()
 	f.Metadata[ConfigKey] = p.spec.Policy.JSON()
-	if p.seqModel != nil {
-		// ttm.config keeps the width and token budget the policy is built on.
+	prefix := ttm.Prefix
+	// ttm.config keeps the width and token budget the policy is built on;
+	// for the TTM it is the TTM's own configuration.
+	f.Metadata[ttm.ConfigKey] = p.seq.ConfigJSON()
+	if p.spec.Policy.usesSeq() {
 		f.Metadata[ttm.ConfigKey] = p.spec.TTM.JSON()
-		f.Metadata[SeqConfigKey] = p.seqModel.ConfigJSON()
-		prefix, params := seqTensorPrefix(p.seqModel.Name()), p.seqModel.Params()
-		for _, s := range p.seqModel.Specs() {
-			f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
-		}
-	} else {
-		p.model.AddTo(f, ttm.Prefix)
+		f.Metadata[SeqConfigKey] = p.seq.ConfigJSON()
+		prefix = seqTensorPrefix(p.seq.Name())
+	}
+	params := p.seq.Params()
+	for _, s := range p.seq.Specs() {
+		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
 	}
 	if err := vision.AddFrontEnd(f, p.spec.Vision, p.visionHd, vision.Prefix); err != nil {
 		return err
@@ -255,7 +253,6 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	var model *ttm.Model
 	var sm seq.Model
 	var tc ttm.Config
 	if pc.usesSeq() {
@@ -263,10 +260,11 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 			return nil, err
 		}
 	} else {
-		if model, err = ttm.FromFile(f, ttm.Prefix); err != nil {
+		model, err := ttm.FromFile(f, ttm.Prefix)
+		if err != nil {
 			return nil, err
 		}
-		tc = model.Config
+		sm, tc = seq.TTMOf(model), model.Config
 	}
 	vcfg, vhead, err := vision.FrontEndFromFile(f, vision.Prefix)
 	if err != nil {
@@ -280,37 +278,13 @@ func fromFile(f *safetensors.File) (*Policy, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	var p *Policy
-	if sm != nil {
-		p = assembleSeq(spec, sm, vhead, lang, nil)
-	} else {
-		p = assemble(spec, model, vhead, lang, nil)
-	}
-	var problems []string
-	known := map[string]bool{}
+	p := assemble(spec, sm, vhead, lang, nil)
+	set := safetensors.Set{What: "checkpoint", Owns: safetensors.HasPrefix(Prefix)}
 	for _, s := range p.specs {
-		known[s.name] = true
-		t, ok := f.Tensors[s.name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", s.name, s.shape))
-		case !equalShape(t.Shape, s.shape):
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", s.name, t.Shape, s.shape))
-		default:
-			if err := t.Float32(*s.dst); err != nil {
-				problems = append(problems, fmt.Sprintf("tensor %s: %v", s.name, err))
-			} else if !finite(*s.dst) {
-				problems = append(problems, fmt.Sprintf("tensor %s holds NaN or Inf", s.name))
-			}
-		}
+		set.Tensors = append(set.Tensors, safetensors.Want{Name: s.name, Shape: s.shape, Dst: *s.dst})
 	}
-	for name := range f.Tensors {
-		if strings.HasPrefix(name, Prefix) && !known[name] {
-			problems = append(problems, "unexpected tensor "+name)
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("checkpoint does not match its configuration:\n  %s", strings.Join(problems, "\n  "))
+	if err := f.Load(set); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
@@ -341,50 +315,11 @@ func seqFromFile(f *safetensors.File, name string) (seq.Model, ttm.Config, error
 		return nil, ttm.Config{}, fmt.Errorf("seq %s: %d input tokens, %d output tokens of width %d; ttm.config has %d, %d and %d",
 			name, sh.InputTokens, sh.OutputTokens, sh.Dim, tc.InputTokens, tc.ProcessSize, tc.Dim)
 	}
-	params := make([]float32, len(empty.Params()))
-	prefix := seqTensorPrefix(name)
-	var problems []string
-	known := map[string]bool{}
-	for _, s := range empty.Specs() {
-		tn := prefix + s.Name
-		known[tn] = true
-		t, ok := f.Tensors[tn]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", tn, s.Shape))
-		case !equalShape(t.Shape, s.Shape):
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", tn, t.Shape, s.Shape))
-		default:
-			if err := t.Float32(params[s.Offset : s.Offset+s.Size]); err != nil {
-				problems = append(problems, fmt.Sprintf("tensor %s: %v", tn, err))
-			}
-		}
-	}
-	for tn := range f.Tensors {
-		if (strings.HasPrefix(tn, SeqPrefix) || strings.HasPrefix(tn, ttm.Prefix)) && !known[tn] {
-			problems = append(problems, "unexpected tensor "+tn)
-		}
-	}
-	if len(problems) > 0 {
-		sort.Strings(problems)
-		return nil, ttm.Config{}, fmt.Errorf("checkpoint does not match its sequence model %s:\n  %s", name, strings.Join(problems, "\n  "))
-	}
-	if err := seq.SetParams(empty, params); err != nil {
+	owns := safetensors.HasPrefix(SeqPrefix, ttm.Prefix)
+	if err := seq.Load(empty, f, seqTensorPrefix(name), owns); err != nil {
 		return nil, ttm.Config{}, err
 	}
 	return empty, tc, nil
-}
-
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Check compares the loaded policy with what e expects, as Load does with

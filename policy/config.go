@@ -216,8 +216,9 @@ func (c Config) ModelName() string {
 	return c.Model
 }
 
-// usesSeq reports whether the policy runs a seq.Model rather than the ttm
-// package's machine directly.
+// usesSeq reports whether the policy's sequence model is one of package
+// seq's, stored under seq/<name>/ with its own configuration, rather than
+// the TTM stored under ttm/ (both run behind seq.Model).
 func (c Config) usesSeq() bool { return c.Model != "" && c.Model != "ttm" }
 
 // SeqConfig is the seq.Config of a non-TTM sequence model: the TTM

@@ -10,7 +10,6 @@ import (
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
-	"github.com/ttmrobot/ttm/ttm"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -48,14 +47,8 @@ type Group struct {
 // action embeddings and head, in that order. The slices are the live
 // parameters: after changing them call ParamsChanged.
 func (p *Policy) Groups() []Group {
-	first := Group{"ttm", nil}
-	if p.seqModel != nil {
-		first = Group{"seq", p.seqModel.Params()}
-	} else {
-		first.Params = p.model.Params
-	}
 	return []Group{
-		first,
+		{p.seqGroup(), p.seq.Params()},
 		{"vision", p.visionHd.Params},
 		{"language", p.lang.Params},
 		{"policy", p.params},
@@ -74,17 +67,8 @@ type TensorSpec struct {
 func (p *Policy) ParamSpecs(group string) []TensorSpec {
 	var out []TensorSpec
 	switch group {
-	case "seq":
-		if p.seqModel != nil {
-			for _, s := range p.seqModel.Specs() {
-				out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
-			}
-		}
-	case "ttm":
-		if p.model == nil {
-			break
-		}
-		for _, s := range p.model.Specs {
+	case p.seqGroup():
+		for _, s := range p.seq.Specs() {
 			out = append(out, TensorSpec{s.Name, s.Shape, s.Offset, s.Size})
 		}
 	case "vision":
@@ -109,12 +93,17 @@ func (p *Policy) ParamSpecs(group string) []TensorSpec {
 // ParamsChanged must follow any change to the parameters of Groups: it
 // drops cached packed weights and instruction embeddings.
 func (p *Policy) ParamsChanged() {
-	if p.seqModel != nil {
-		p.seqModel.ParamsChanged()
-	} else {
-		p.model.ParamsChanged()
-	}
+	p.seq.ParamsChanged()
 	p.encoder.Invalidate()
+}
+
+// seqGroup is the name of the sequence model's group: "ttm" for the TTM,
+// "seq" for another model.
+func (p *Policy) seqGroup() string {
+	if p.spec.Policy.usesSeq() {
+		return "seq"
+	}
+	return "ttm"
 }
 
 // Tokenize tokenizes an instruction for the learner.
@@ -220,9 +209,8 @@ type Learner struct {
 
 	p          *Policy
 	maxSteps   int
-	tape       *ttm.Tape // the TTM's; nil for another sequence model
-	seqTape    seq.Tape  // another sequence model's; nil for the TTM
-	Grads      []Group   // same layout as Policy.Groups; accumulated by Window
+	tape       seq.Tape // the sequence model's
+	Grads      []Group  // same layout as Policy.Groups; accumulated by Window
 	gHead      vision.HeadParams
 	gLang      language.Params
 	gOwn       *actionHead // views of the policy group's gradient
@@ -243,7 +231,6 @@ type Learner struct {
 	dLogits  []float32          // (Σ width)
 	dPooled  []float32          // (d)
 	dInput   []float32          // (n, d)
-	dMem     []float32          // (m, d) the TTM's memory gradient
 	feats    [][]float32        // per step, the caller's feature maps
 	prevs    [][]float32        // per step, the caller's previous actions
 	props    [][]float32        // per step, the proprioception token's input (the caller's values, the target geometry's)
@@ -273,11 +260,7 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 		dInput: make([]float32, c.InputTokens*d),
 		feats:  make([][]float32, steps), prevs: make([][]float32, steps),
 	}
-	if p.seqModel != nil {
-		l.seqTape = p.seqModel.NewTape(steps)
-	} else {
-		l.tape, l.dMem = ttm.NewTape(p.model, steps), make([]float32, c.MemorySize*d)
-	}
+	l.tape = p.seq.NewTape(steps)
 	for _, g := range p.Groups() {
 		l.Grads = append(l.Grads, Group{g.Name, make([]float32, len(g.Params))})
 	}
@@ -313,18 +296,14 @@ func NewLearner(p *Policy, steps, featN int) *Learner {
 }
 
 // SetNoMemory trains the paper's ablation: memory zeroed before every step.
-// It is the TTM's switch; for another sequence model switching it on is
-// an error (train the "ttm-nomem" model instead).
+// It is the TTM's switch (seq.NoMemorySwitch); for another sequence model
+// switching it on is an error (train the "ttm-nomem" model instead).
 func (l *Learner) SetNoMemory(on bool) error {
-	if l.tape == nil {
-		if on {
-			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy trains %q (train the ttm-nomem model instead)", l.p.ModelName())
-		}
-		return nil
-	}
-	l.tape.NoMemory = on
-	return nil
+	return setNoMemory(l.tape, on, "trains", l.p.ModelName())
 }
+
+// noMemory reports whether the learner trains the no-memory ablation.
+func (l *Learner) noMemory() bool { return noMemoryOn(l.tape) }
 
 // ZeroGrads clears the accumulated gradients.
 func (l *Learner) ZeroGrads() {
@@ -375,11 +354,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 
 	// Forward, keeping what backward needs.
 	var stats WindowStats
-	if l.seqTape != nil {
-		l.seqTape.Reset()
-	} else {
-		l.tape.Reset()
-	}
+	l.tape.Reset()
 	win := h * k * d
 	for t, s := range steps {
 		l.feats[t], l.prevs[t] = s.Features, s.Prev
@@ -420,11 +395,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 			end += d
 		}
 		clear(in[end:])
-		if l.seqTape != nil {
-			l.seqTape.Forward(st.Seq, in, l.outputs)
-		} else {
-			l.tape.Forward(st.Memory, in, l.outputs)
-		}
+		l.tape.Forward(st.Seq, in, l.outputs)
 		loss, correct, labels := l.lossStep(l.dOutputs[t], s.Action, scale)
 		if l.GoalWeight > 0 && s.Goal != nil {
 			stats.GoalLoss += l.goalStep(l.dOutputs[t], s.Goal, scale)
@@ -450,17 +421,12 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 	st.Steps += T
 
 	// Backward through time.
-	clear(l.dMem)
 	clear(l.dEmb)
 	for t := range T {
 		clear(l.dFrames[t])
 	}
 	for t := T - 1; t >= 0; t-- {
-		if l.seqTape != nil {
-			l.seqTape.Backward(l.dOutputs[t], l.dInput, l.Grads[0].Params)
-		} else {
-			l.tape.Backward(l.dOutputs[t], l.dMem, l.dInput, l.Grads[0].Params)
-		}
+		l.tape.Backward(l.dOutputs[t], l.dInput, l.Grads[0].Params)
 		for slot := range h {
 			if age := h - 1 - slot; age <= t {
 				nn.Add(l.dFrames[t-age], l.dInput[slot*k*d:(slot+1)*k*d])
@@ -507,7 +473,7 @@ func (l *Learner) filmEmbedding(t int, st *State) []float32 {
 	}
 	var fb []float32
 	switch {
-	case l.tape.NoMemory:
+	case l.noMemory():
 	case t > 0:
 		fb = l.pooledAt[t-1]
 	case l.p.feedbackOf(st, false) != nil:

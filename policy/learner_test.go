@@ -68,22 +68,19 @@ func learnerPolicyWith(t *testing.T, model string, history int, blind bool, edit
 		t.Fatal(err)
 	}
 	lang.Init(3)
-	var p *Policy
+	var m seq.Model
 	if spec.Policy.usesSeq() {
-		m, err := seq.New(model, SeqConfig(spec.TTM))
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.Init(3)
-		p = assembleSeq(spec, m, vh, lang, nil)
+		m, err = seq.New(model, SeqConfig(spec.TTM))
 	} else {
-		tm, err := ttm.NewModel(spec.TTM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tm.Init(3)
-		p = assemble(spec, tm, vh, lang, nil)
+		var tm *ttm.Model
+		tm, err = ttm.NewModel(spec.TTM)
+		m = seq.TTMOf(tm)
 	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Init(3)
+	p := assemble(spec, m, vh, lang, nil)
 	p.initOwn(3)
 	return p
 }
@@ -207,15 +204,15 @@ func TestLearnerGradients(t *testing.T) {
 			start := p.NewState()
 			r := rand.New(rand.NewPCG(5, 5))
 			if tc.model == "" {
-				for i := range start.Memory.Tokens {
-					start.Memory.Tokens[i] = float32(r.NormFloat64() * 0.5)
+				for i := range start.Memory().Tokens {
+					start.Memory().Tokens[i] = float32(r.NormFloat64() * 0.5)
 				}
 			} else {
 				// Two inference steps on random inputs give the model a
 				// non-trivial state to carry in.
 				in := make([]float32, p.spec.TTM.InputTokens*p.spec.TTM.Dim)
 				out := make([]float32, p.spec.TTM.ProcessSize*p.spec.TTM.Dim)
-				run := p.seqModel.NewRunner()
+				run := p.seq.NewRunner()
 				for range 2 {
 					for i := range in {
 						in[i] = float32(r.NormFloat64())
@@ -415,9 +412,9 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 	if math.Abs(stats.GoalLoss-goalLoss) > 1e-4*(1+goalLoss) || p.spec.Policy.GoalProbe != (goalLoss > 0) {
 		t.Fatalf("goal loss: learner %v, inference %v", stats.GoalLoss, goalLoss)
 	}
-	for i, v := range ref.Memory.Tokens {
-		if d := math.Abs(float64(v - st.Memory.Tokens[i])); d > 1e-4*(1+math.Abs(float64(v))) {
-			t.Fatalf("memory[%d]: learner %v, inference %v", i, st.Memory.Tokens[i], v)
+	for i, v := range ref.Memory().Tokens {
+		if d := math.Abs(float64(v - st.Memory().Tokens[i])); d > 1e-4*(1+math.Abs(float64(v))) {
+			t.Fatalf("memory[%d]: learner %v, inference %v", i, st.Memory().Tokens[i], v)
 		}
 	}
 	if !slices.Equal(st.Feedback, ref.Feedback) && !closeSlices(st.Feedback, ref.Feedback, 1e-4) {

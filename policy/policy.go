@@ -30,13 +30,12 @@ type Observation struct {
 }
 
 // State is everything a policy carries from one step to the next: the
-// sequence model's state (the TTM memory, or for another sequence model
-// its seq.State), the window of recent frames' tokens and the previous
-// action. It is an explicit value: reset it at the start of an episode,
-// snapshot it with Clone, restore it with CopyFrom.
+// sequence model's state (for the TTM its memory), the window of recent
+// frames' tokens and the previous action. It is an explicit value: reset
+// it at the start of an episode, snapshot it with Clone, restore it with
+// CopyFrom.
 type State struct {
-	Memory *ttm.Memory // the TTM's memory; nil for another sequence model
-	Seq    seq.State   // another sequence model's state; nil for the TTM
+	Seq    seq.State // the sequence model's state
 	Window *vision.Window
 	Prev   []float32 // the previous action; zeros at the start
 	// Feedback is the previous step's pooled TTM output, which FiLM reads
@@ -44,6 +43,10 @@ type State struct {
 	Feedback []float32
 	Steps    int
 }
+
+// Memory is the TTM's memory inside s, or nil when the policy runs
+// another sequence model.
+func (s *State) Memory() *ttm.Memory { return seq.TTMMemory(s.Seq) }
 
 // Reset starts a new episode.
 func (s *State) Reset() {
@@ -53,30 +56,18 @@ func (s *State) Reset() {
 	s.Steps = 0
 }
 
-// ResetMemory resets the sequence model's state only (the TTM memory, or
-// the seq.State, and the output FiLM reads back): what a memory knock-out
-// does.
+// ResetMemory resets the sequence model's state only (and the output FiLM
+// reads back): what a memory knock-out does.
 func (s *State) ResetMemory() {
-	if s.Memory != nil {
-		s.Memory.Reset()
-	}
-	if s.Seq != nil {
-		s.Seq.Reset()
-	}
+	s.Seq.Reset()
 	clear(s.Feedback)
 }
 
 // Clone returns an independent copy of s.
 func (s *State) Clone() *State {
-	c := &State{Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
+	c := &State{Seq: s.Seq.Clone(), Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
 	if s.Feedback != nil {
 		c.Feedback = append([]float32(nil), s.Feedback...)
-	}
-	if s.Memory != nil {
-		c.Memory = s.Memory.Clone()
-	}
-	if s.Seq != nil {
-		c.Seq = s.Seq.Clone()
 	}
 	return c
 }
@@ -85,41 +76,29 @@ func (s *State) Clone() *State {
 // (a causal or concat model's state allocates when o holds more steps than
 // s has room for).
 func (s *State) CopyFrom(o *State) {
-	if s.Memory != nil {
-		s.Memory.CopyFrom(o.Memory)
-	}
-	if s.Seq != nil {
-		s.Seq.CopyFrom(o.Seq)
-	}
+	s.Seq.CopyFrom(o.Seq)
 	s.Window.CopyFrom(o.Window)
 	copy(s.Prev, o.Prev)
 	copy(s.Feedback, o.Feedback)
 	s.Steps = o.Steps
 }
 
-// Hash is the sequence model's state hash: for the TTM the memory's
-// (ttm.Memory.Hash), otherwise seq.State.Hash. Equal hashes mean
-// bit-identical states.
-func (s *State) Hash() uint64 {
-	if s.Memory == nil {
-		return s.Seq.Hash()
-	}
-	return s.Memory.Hash()
-}
+// Hash is the sequence model's state hash (for the TTM the memory's,
+// ttm.Memory.Hash). Equal hashes mean bit-identical states.
+func (s *State) Hash() uint64 { return s.Seq.Hash() }
 
 // ErrNonFinite reports that the model produced NaN or Inf: the state is
 // left as it was before the step and no action is given.
 var ErrNonFinite = errors.New("policy: the model produced a non-finite value")
 
-// Policy runs the whole model: front end, TTM and action head. It is not
-// safe for concurrent use; its Step allocates nothing in steady state.
+// Policy runs the whole model: front end, sequence model (the TTM or
+// another, behind seq.Model) and action head. It is not safe for
+// concurrent use; its Step allocates nothing in steady state.
 type Policy struct {
 	spec     Spec
-	model    *ttm.Model       // the TTM; nil when seqModel is set
-	machine  *ttm.Machine     // runs model
-	seqModel seq.Model        // another sequence model (spec.Policy.Model); nil for the TTM
-	runner   seq.Runner       // runs seqModel
-	savedSeq seq.State        // seqModel's state before the step, restored on a non-finite output
+	seq      seq.Model        // the TTM (seq.TTMOf) or spec.Policy.Model
+	runner   seq.Runner       // runs seq
+	saved    seq.State        // the state before the step, restored on a non-finite output
 	front    *vision.FrontEnd // nil for a policy without a backbone (tokens given directly)
 	lang     *language.Model
 	encoder  *language.Encoder
@@ -135,7 +114,6 @@ type Policy struct {
 	output []float32 // (r, d)
 	pooled []float32 // (d)
 	logits []float32 // (Σ width)
-	saved  *ttm.Memory
 	action []float32
 	// zeroAction is the action tokens' input with BlindActions.
 	zeroAction []float32
@@ -144,20 +122,12 @@ type Policy struct {
 	goal       []float32 // (GoalLen) the goal probe's last estimate; nil without
 }
 
-// assembleSeq builds a policy around another sequence model than the TTM
-// (spec.Policy.Model); front may be nil.
-func assembleSeq(spec Spec, m seq.Model, vhead *vision.Head, lang *language.Model, front *vision.FrontEnd) *Policy {
-	p := assemble(spec, nil, vhead, lang, front)
-	p.seqModel, p.runner, p.savedSeq = m, m.NewRunner(), m.NewState()
-	return p
-}
-
-// assemble builds the policy around its parts; front may be nil, and model
-// is nil only for assembleSeq.
-func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Model, front *vision.FrontEnd) *Policy {
+// assemble builds the policy around its parts: m is the sequence model,
+// the TTM (seq.TTMOf) or spec.Policy.Model; front may be nil.
+func assemble(spec Spec, m seq.Model, vhead *vision.Head, lang *language.Model, front *vision.FrontEnd) *Policy {
 	c := spec.TTM
 	p := &Policy{
-		spec: spec, model: model, front: front, lang: lang,
+		spec: spec, seq: m, runner: m.NewRunner(), saved: m.NewState(), front: front, lang: lang,
 		encoder: language.NewEncoder(lang, 64), visionHd: vhead,
 		head:  newActionHead(spec.Policy, c.Dim, spec.Language.Width, spec.Vision.Head.Positions),
 		frame: make([]float32, spec.Vision.Head.Tokens*c.Dim),
@@ -168,9 +138,6 @@ func assemble(spec Spec, model *ttm.Model, vhead *vision.Head, lang *language.Mo
 	}
 	if spec.Policy.GoalProbe {
 		p.goal = make([]float32, GoalLen)
-	}
-	if model != nil {
-		p.machine, p.saved = ttm.NewMachine(model), ttm.NewMemory(c)
 	}
 	p.specs = p.head.specs(Prefix)
 	size := 0
@@ -256,16 +223,12 @@ func (p *Policy) ActionSpace() action.Space { return p.spec.Policy.ActionSpace }
 func (p *Policy) NewState() *State {
 	v := p.spec.Vision
 	st := &State{
+		Seq:    p.seq.NewState(),
 		Window: vision.NewWindow(v.History, v.Head.Tokens, v.Head.Dim),
 		Prev:   make([]float32, p.ActionSpace().Len()),
 	}
 	if p.spec.Policy.MemoryFiLM {
 		st.Feedback = make([]float32, p.spec.TTM.Dim)
-	}
-	if p.seqModel != nil {
-		st.Seq = p.seqModel.NewState()
-	} else {
-		st.Memory = ttm.NewMemory(p.spec.TTM)
 	}
 	return st
 }
@@ -274,18 +237,34 @@ func (p *Policy) NewState() *State {
 func (p *Policy) ModelName() string { return p.spec.Policy.ModelName() }
 
 // SetNoMemory switches the paper's ablation on or off: the memory is zeroed
-// before every step, with the same computation. It is the TTM's switch:
-// for another sequence model switching it on is an error (the ablation of
-// the seq package is a model of its own, "ttm-nomem").
-func (p *Policy) SetNoMemory(on bool) error {
-	if p.machine == nil {
+// before every step, with the same computation. It is the TTM's switch
+// (seq.NoMemorySwitch): for another sequence model switching it on is an
+// error (the ablation of the seq package is a model of its own,
+// "ttm-nomem").
+func (p *Policy) SetNoMemory(on bool) error { return setNoMemory(p.runner, on, "runs", p.ModelName()) }
+
+// noMemory reports whether the no-memory ablation is on.
+func (p *Policy) noMemory() bool { return noMemoryOn(p.runner) }
+
+// setNoMemory switches the no-memory ablation of x, a seq.Runner or
+// seq.Tape; the policy runs (or trains: verb) the model called name.
+func setNoMemory(x any, on bool, verb, name string) error {
+	sw, ok := x.(seq.NoMemorySwitch)
+	if !ok {
 		if on {
-			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy runs %q (train the ttm-nomem model instead)", p.ModelName())
+			return fmt.Errorf("policy: the no-memory ablation is a switch of the ttm model, this policy %s %q (train the ttm-nomem model instead)", verb, name)
 		}
 		return nil
 	}
-	p.machine.NoMemory = on
+	sw.SetNoMemory(on)
 	return nil
+}
+
+// noMemoryOn reports whether x, a seq.Runner or seq.Tape, runs the
+// no-memory ablation.
+func noMemoryOn(x any) bool {
+	sw, ok := x.(seq.NoMemorySwitch)
+	return ok && sw.NoMemory()
 }
 
 // Close releases the backbone.
@@ -318,15 +297,11 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if p.front == nil {
 		return errors.New("policy: no backbone: use StepTokens")
 	}
-	emb, err := p.Embed(obs)
+	film, q, err := p.frontEndInputs(obs, st)
 	if err != nil {
 		return err
 	}
-	q, err := p.checkProprio(obs.Proprio)
-	if err != nil {
-		return err
-	}
-	if err := p.front.EncodeInto(p.frame, obs.Frame, p.steerFrontEnd(p.front.Keypoints(), emb, st)); err != nil {
+	if err := p.front.EncodeInto(p.frame, obs.Frame, film); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
@@ -339,18 +314,29 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if p.front == nil {
 		return errors.New("policy: no front end: use StepTokens")
 	}
-	emb, err := p.Embed(obs)
+	film, q, err := p.frontEndInputs(obs, st)
 	if err != nil {
 		return err
 	}
-	q, err := p.checkProprio(obs.Proprio)
-	if err != nil {
-		return err
-	}
-	if err := p.front.EncodeFromFeatures(p.frame, features, p.steerFrontEnd(p.front.Keypoints(), emb, st)); err != nil {
+	if err := p.front.EncodeFromFeatures(p.frame, features, film); err != nil {
 		return err
 	}
 	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+}
+
+// frontEndInputs checks obs's instruction and proprioception and returns
+// what conditions FiLM at this step and the robot's proprioception (nil
+// for a policy without); with MemoryPrior it steers the front end's next
+// pass (steerFrontEnd).
+func (p *Policy) frontEndInputs(obs *Observation, st *State) (film, q []float32, err error) {
+	emb, err := p.Embed(obs)
+	if err != nil {
+		return nil, nil, err
+	}
+	if q, err = p.checkProprio(obs.Proprio); err != nil {
+		return nil, nil, err
+	}
+	return p.steerFrontEnd(p.front.Keypoints(), emb, st), q, nil
 }
 
 // steerFrontEnd returns what conditions FiLM at this step (filmEmbedding)
@@ -358,7 +344,7 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 // activations the front end's next pass uses.
 func (p *Policy) steerFrontEnd(kp *vision.KeypointActs, emb []float32, st *State) []float32 {
 	if p.head.nPrior > 0 {
-		p.head.keypointPrior(kp, p.feedbackOf(st, p.machine.NoMemory))
+		p.head.keypointPrior(kp, p.feedbackOf(st, p.noMemory()))
 	}
 	return p.filmEmbedding(emb, st)
 }
@@ -370,7 +356,7 @@ func (p *Policy) filmEmbedding(emb []float32, st *State) []float32 {
 	if !p.spec.Policy.MemoryFiLM {
 		return emb
 	}
-	p.head.filmEmbedding(p.filmEmb, emb, p.feedbackOf(st, p.machine.NoMemory))
+	p.head.filmEmbedding(p.filmEmb, emb, p.feedbackOf(st, p.noMemory()))
 	return p.filmEmb
 }
 
@@ -481,23 +467,14 @@ func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float3
 	}
 	clear(p.input[end:])
 
-	if p.seqModel != nil {
-		p.savedSeq.CopyFrom(st.Seq)
-		p.runner.Step(st.Seq, p.input, p.output)
-	} else {
-		p.saved.CopyFrom(st.Memory)
-		p.machine.Step(st.Memory, p.input, p.output)
-	}
+	p.saved.CopyFrom(st.Seq)
+	p.runner.Step(st.Seq, p.input, p.output)
 	p.head.decode(p.action, p.logits, p.pooled, p.output, c.ProcessSize)
 	if p.goal != nil {
 		p.head.goalProbe(p.goal, p.pooled)
 	}
 	if !finite(p.logits) || !finite(p.output) {
-		if p.seqModel != nil {
-			st.Seq.CopyFrom(p.savedSeq)
-		} else {
-			st.Memory.CopyFrom(p.saved)
-		}
+		st.Seq.CopyFrom(p.saved)
 		return ErrNonFinite
 	}
 	st.Window.Push(frame)

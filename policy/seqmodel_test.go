@@ -158,7 +158,7 @@ func TestTTMCheckpointUnchanged(t *testing.T) {
 		}
 	}
 	p := loadSmall(t, Options{NoBackbone: true})
-	if p.ModelName() != "ttm" || p.Groups()[0].Name != "ttm" || p.NewState().Memory == nil || p.NewState().Seq != nil {
+	if p.ModelName() != "ttm" || p.Groups()[0].Name != "ttm" || p.NewState().Memory() == nil {
 		t.Errorf("default policy: model %q, group %q", p.ModelName(), p.Groups()[0].Name)
 	}
 }
@@ -233,7 +233,7 @@ func TestSeqCheckpointFailsClosed(t *testing.T) {
 func TestSeqStepIsReplayable(t *testing.T) {
 	p := loadSeq(t, "recurrent", Options{})
 	st := p.NewState()
-	if st.Memory != nil || st.Seq == nil {
+	if st.Memory() != nil || st.Seq == nil {
 		t.Fatal("state of a recurrent policy holds a TTM memory or no seq state")
 	}
 	act := make([]float32, p.ActionSpace().Len())

@@ -1,12 +1,7 @@
 package ttm
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"sort"
-	"strings"
 
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
@@ -55,69 +50,23 @@ func FromFile(f *safetensors.File, prefix string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
-	known := make(map[string]bool, len(m.Specs))
+	set := safetensors.Set{
+		What: "checkpoint", Owns: safetensors.HasPrefix(prefix), Limit: maxReportedProblems,
+		Explain: func(string) string {
+			return fmt.Sprintf(": not part of a %s/%s TTM with %d layers (positional embeddings %v)",
+				c.MemoryMode, c.ProcessingUnit, c.NumLayers, c.UsePositionalEmbedding)
+		},
+	}
 	for _, s := range m.Specs {
-		name := prefix + s.Name
-		known[name] = true
-		t, ok := f.Tensors[name]
-		if !ok {
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", name, s.Shape))
-			continue
-		}
-		if !slices.Equal(t.Shape, s.Shape) {
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", name, t.Shape, s.Shape))
-			continue
-		}
-		dst := m.Params[s.Offset : s.Offset+s.Size]
-		if err := t.Float32(dst); err != nil {
-			problems = append(problems, fmt.Sprintf("tensor %s: %v", name, err))
-			continue
-		}
-		if i := firstNonFinite(dst); i >= 0 {
-			problems = append(problems, fmt.Sprintf("tensor %s holds %v at element %d", name, dst[i], i))
-		}
+		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: m.Params[s.Offset : s.Offset+s.Size]})
 	}
-	var extra []string
-	for name := range f.Tensors {
-		if strings.HasPrefix(name, prefix) && !known[name] {
-			extra = append(extra, name)
-		}
-	}
-	sort.Strings(extra)
-	for _, name := range extra {
-		problems = append(problems, fmt.Sprintf("unexpected tensor %s: not part of a %s/%s TTM with %d layers (positional embeddings %v)",
-			name, c.MemoryMode, c.ProcessingUnit, c.NumLayers, c.UsePositionalEmbedding))
-	}
-	if len(problems) > 0 {
-		more := ""
-		if len(problems) > maxReportedProblems {
-			more = fmt.Sprintf("\n... and %d more", len(problems)-maxReportedProblems)
-			problems = problems[:maxReportedProblems]
-		}
-		return nil, errors.New("checkpoint does not match its configuration:\n  " + strings.Join(problems, "\n  ") + more)
+	if err := f.Load(set); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
 
 // Load reads a checkpoint file holding a TTM under Prefix.
 func Load(path string) (*Model, error) {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load ttm weights: %w", err)
-	}
-	m, err := FromFile(f, Prefix)
-	if err != nil {
-		return nil, fmt.Errorf("load ttm weights %s: %w", path, err)
-	}
-	return m, nil
-}
-
-func firstNonFinite(x []float32) int {
-	for i, v := range x {
-		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-			return i
-		}
-	}
-	return -1
+	return safetensors.LoadFile(path, "ttm weights", func(f *safetensors.File) (*Model, error) { return FromFile(f, Prefix) })
 }

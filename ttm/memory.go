@@ -49,13 +49,16 @@ func (s *Memory) Hash() uint64 {
 	return HashFloats(s.Tokens)
 }
 
+// HashOffset is the FNV-1a 64 offset basis: the digest of no bytes.
+const HashOffset uint64 = 14695981039346656037
+
 // HashFloats is the FNV-1a 64 digest of the little-endian bytes of x.
-func HashFloats(x []float32) uint64 {
-	const (
-		offset = 14695981039346656037
-		prime  = 1099511628211
-	)
-	h := uint64(offset)
+func HashFloats(x []float32) uint64 { return HashFloatsFrom(HashOffset, x) }
+
+// HashFloatsFrom continues the FNV-1a 64 digest h over the little-endian
+// bytes of x, so that several slices can be hashed as one.
+func HashFloatsFrom(h uint64, x []float32) uint64 {
+	const prime = 1099511628211
 	for _, v := range x {
 		b := math.Float32bits(v)
 		h = (h ^ uint64(b&0xff)) * prime

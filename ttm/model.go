@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"sync"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -27,10 +28,10 @@ func NewModel(c Config) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{Config: c}
-	var t paramTable
+	var t layer.Table
 	m.p.register(&t, c)
-	m.Params = t.allocate()
-	m.Specs = t.specs
+	m.Params = t.Allocate()
+	m.Specs = t.Specs
 	return m, nil
 }
 
@@ -40,7 +41,7 @@ func NewModel(c Config) (*Model, error) {
 func (m *Model) Init(seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0x7474_6d5f_696e_6974)) // "ttm_init"
 	for _, s := range m.Specs {
-		s.init.fill(m.Params[s.Offset:s.Offset+s.Size], r)
+		s.Init.Fill(m.Params[s.Offset:s.Offset+s.Size], r)
 	}
 	m.invalidatePacked()
 }
@@ -51,8 +52,8 @@ func (m *Model) NumParams() int { return len(m.Params) }
 // invalidatePacked drops packed copies after the parameters changed.
 func (m *Model) invalidatePacked() {
 	m.packOnce = sync.Once{}
-	m.forEachChannelDense(func(l *dense) { l.packed = nil })
-	m.forEachAttention(func(a *attention) { a.qkv, a.kv, a.qkvBias, a.kvBias = nil, nil, nil, nil })
+	m.forEachChannelDense(func(l *layer.Dense) { l.Packed = nil })
+	m.forEachAttention(func(a *layer.Attention) { a.Unpack() })
 }
 
 // prepack builds packed copies of the weights of every product that
@@ -60,24 +61,17 @@ func (m *Model) invalidatePacked() {
 // width, and fused query/key/value products. It runs once per model.
 func (m *Model) prepack() {
 	m.packOnce.Do(func() {
-		m.forEachChannelDense(func(l *dense) {
-			if l.kernel != nil && l.out%nn.PanelWidth == 0 {
-				l.packed = nn.Pack(l.kernel, l.in, l.out)
-			}
-		})
+		m.forEachChannelDense(func(l *layer.Dense) { l.Pack() })
 		d := m.Config.Dim
 		if d%nn.PanelWidth != 0 {
 			return
 		}
 		for i := range m.p.enc {
-			a := &m.p.enc[i].attn
-			a.qkv = nn.PackColumns(d, [][]float32{a.query.kernel, a.key.kernel, a.value.kernel}, []int{d, d, d})
-			a.qkvBias = concat(a.query.bias, a.key.bias, a.value.bias)
+			m.p.enc[i].attn.PackFused(d, true)
 		}
-		for _, a := range []*attention{&m.p.readMHA.attn, &m.p.writeMHA.attn} {
-			if a.key.kernel != nil {
-				a.kv = nn.PackColumns(d, [][]float32{a.key.kernel, a.value.kernel}, []int{d, d})
-				a.kvBias = concat(a.key.bias, a.value.bias)
+		for _, a := range []*layer.Attention{&m.p.readMHA.attn, &m.p.writeMHA.attn} {
+			if a.Key.Kernel != nil {
+				a.PackFused(d, false)
 			}
 		}
 	})
@@ -86,17 +80,17 @@ func (m *Model) prepack() {
 // forEachChannelDense visits every dense layer applied along the channel
 // axis (the mixer's token-mixing layers are applied along the token axis
 // and are not visited).
-func (m *Model) forEachChannelDense(f func(*dense)) {
-	mlp := func(b *mlpBlock) { f(&b.d0); f(&b.d1) }
+func (m *Model) forEachChannelDense(f func(*layer.Dense)) {
+	mlp := func(b *layer.MLP) { f(&b.D0); f(&b.D1) }
 	p := &m.p
-	mlp(&p.readTL.mlp)
-	mlp(&p.writeTL.mlp)
+	mlp(&p.readTL.MLP)
+	mlp(&p.writeTL.MLP)
 	for i := range p.addErase.mlp {
 		if i != 1 && i != 3 { // MlpBlock_1 and _3 mix the token axis
 			mlp(&p.addErase.mlp[i])
 		}
 	}
-	m.forEachAttention(func(a *attention) { f(&a.query); f(&a.key); f(&a.value); f(&a.out) })
+	m.forEachAttention(func(a *layer.Attention) { f(&a.Query); f(&a.Key); f(&a.Value); f(&a.Out) })
 	for i := range p.enc {
 		mlp(&p.enc[i].mlp)
 	}
@@ -108,18 +102,10 @@ func (m *Model) forEachChannelDense(f func(*dense)) {
 	}
 }
 
-func (m *Model) forEachAttention(f func(*attention)) {
+func (m *Model) forEachAttention(f func(*layer.Attention)) {
 	f(&m.p.readMHA.attn)
 	f(&m.p.writeMHA.attn)
 	for i := range m.p.enc {
 		f(&m.p.enc[i].attn)
 	}
-}
-
-func concat(parts ...[]float32) []float32 {
-	var out []float32
-	for _, p := range parts {
-		out = append(out, p...)
-	}
-	return out
 }

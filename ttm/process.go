@@ -46,14 +46,14 @@ func (u *transformerUnit) process(out, in []float32) {
 	nn.Add(u.x, u.p.encPos)
 	for i := range u.p.enc {
 		b := &u.p.enc[i]
-		b.ln0.forward(u.y, u.x, r, d, u.eps)
-		b.attn.selfAttention(u.z, u.qkv, u.att, u.o, u.y, r, d, u.packScratch)
+		b.ln0.Forward(u.y, u.x, r, d, u.eps)
+		b.attn.SelfAttention(u.z, u.qkv, u.att, u.o, u.y, r, d, u.packScratch)
 		nn.Add(u.x, u.z)
-		b.ln1.forward(u.y, u.x, r, d, u.eps)
-		b.mlp.forward(u.z, u.hidden, u.y, r, u.packScratch)
+		b.ln1.Forward(u.y, u.x, r, d, u.eps)
+		b.mlp.Forward(u.z, u.hidden, u.y, r, u.packScratch)
 		nn.Add(u.x, u.z)
 	}
-	u.p.encNorm.forward(out, u.x, r, d, u.eps)
+	u.p.encNorm.Forward(out, u.x, r, d, u.eps)
 }
 
 // mixerUnit is MLP-Mixer: token mixing along the r axis (r -> 128 -> r),
@@ -82,14 +82,14 @@ func (u *mixerUnit) process(out, in []float32) {
 	copy(u.x, in[:r*d])
 	for i := range u.p.mix {
 		b := &u.p.mix[i]
-		b.ln0.forward(u.y, u.x, r, d, u.eps)
-		b.token.forwardTokens(u.z, u.tokHidden, u.y, d)
+		b.ln0.Forward(u.y, u.x, r, d, u.eps)
+		b.token.ForwardTokens(u.z, u.tokHidden, u.y, d)
 		nn.Add(u.x, u.z)
-		b.ln1.forward(u.y, u.x, r, d, u.eps)
-		b.channel.forward(u.z, u.hidden, u.y, r, u.packScratch)
+		b.ln1.Forward(u.y, u.x, r, d, u.eps)
+		b.channel.Forward(u.z, u.hidden, u.y, r, u.packScratch)
 		nn.Add(u.x, u.z)
 	}
-	u.p.mixNorm.forward(out, u.x, r, d, u.eps)
+	u.p.mixNorm.Forward(out, u.x, r, d, u.eps)
 }
 
 // mlpUnit is the reference's MLP processing unit: x = MLP(LN(x)) per layer,
@@ -116,8 +116,8 @@ func (u *mlpUnit) process(out, in []float32) {
 	r, d := u.r, u.d
 	copy(u.x, in[:r*d])
 	for i := range u.p.mlpBlocks {
-		u.p.mlpNorms[i].forward(u.y, u.x, r, d, u.eps)
-		u.p.mlpBlocks[i].forward(u.x, u.hidden, u.y, r, u.packScratch)
+		u.p.mlpNorms[i].Forward(u.y, u.x, r, d, u.eps)
+		u.p.mlpBlocks[i].Forward(u.x, u.hidden, u.y, r, u.packScratch)
 	}
-	u.p.mlpNorms[len(u.p.mlpBlocks)].forward(out, u.x, r, d, u.eps)
+	u.p.mlpNorms[len(u.p.mlpBlocks)].Forward(out, u.x, r, d, u.eps)
 }

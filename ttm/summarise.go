@@ -1,6 +1,9 @@
 package ttm
 
-import "github.com/ttmrobot/ttm/internal/nn"
+import (
+	"github.com/ttmrobot/ttm/internal/layer"
+	"github.com/ttmrobot/ttm/internal/nn"
+)
 
 // A summariser turns N tokens into K tokens: out (K, d) from in (N, d).
 // N and K are fixed when it is built.
@@ -14,87 +17,17 @@ var (
 	_ summariser = (*poolSummariser)(nil)
 )
 
-// tokenLearner is TokenLearner v1.1:
-//
-//	Vn = LayerNorm(V); L = Dense_1(gelu(Dense_0(Vn)))   (N, K)
-//	A  = softmax of Lᵀ over the N rows                   (K, N)
-//	Z  = A·V                                             (K, d), on the raw V
-//
-// Each phase is split across the nn worker team: rows of V for the first,
-// rows of A for the other two.
+// tokenLearner is TokenLearner v1.1 (layer.TokenLearner), each phase
+// split across the nn worker team.
 type tokenLearner struct {
-	p       *tokenLearnerParams
-	n, k, d int
-	eps     float32
-	ln      []float32 // (N, d)
-	hidden  []float32 // (N, hidden)
-	logits  []float32 // (N, K)
-	weights []float32 // (K, N)
-
-	in, out []float32 // of the summarise call in progress
-
-	logitsTask, weightsTask, outTask nn.Task
+	*layer.TokenLearnerRunner
 }
 
-func newTokenLearner(p *tokenLearnerParams, n, k int, c Config) *tokenLearner {
-	d := c.Dim
-	t := &tokenLearner{
-		p: p, n: n, k: k, d: d, eps: float32(c.LayerNormEps),
-		ln: make([]float32, n*d), hidden: make([]float32, n*c.SummariserHidden),
-		logits: make([]float32, n*k), weights: make([]float32, k*n),
-	}
-	t.logitsTask, t.weightsTask, t.outTask = tlLogits{t}, tlWeights{t}, tlOut{t}
-	return t
+func newTokenLearner(p *layer.TokenLearner, n, k int, c Config) *tokenLearner {
+	return &tokenLearner{layer.NewTokenLearnerRunner(p, n, k, c.Dim, float32(c.LayerNormEps))}
 }
 
-// Grain sizes: below these, splitting a phase costs more than it saves.
-const (
-	rowGrain    = 16
-	columnGrain = 4
-)
-
-func (t *tokenLearner) summarise(out, in []float32) {
-	t.in, t.out = in, out
-	nn.ParallelFor(t.n, rowGrain, t.logitsTask)
-	nn.ParallelFor(t.k, columnGrain, t.weightsTask)
-	nn.ParallelFor(t.k, columnGrain, t.outTask)
-	t.in, t.out = nil, nil
-}
-
-type (
-	tlLogits  struct{ *tokenLearner }
-	tlWeights struct{ *tokenLearner }
-	tlOut     struct{ *tokenLearner }
-)
-
-// Run computes the logits of input rows [lo, hi).
-func (t tlLogits) Run(lo, hi int) {
-	d, h, k, rows := t.d, t.p.mlp.d0.out, t.k, hi-lo
-	ln, hidden, logits := t.ln[lo*d:hi*d], t.hidden[lo*h:hi*h], t.logits[lo*k:hi*k]
-	t.p.ln.forward(ln, t.in[lo*d:hi*d], rows, d, t.eps)
-	d0, d1 := &t.p.mlp.d0, &t.p.mlp.d1
-	nn.Dense(hidden, ln, d0.kernel, d0.bias, rows, d, h)
-	nn.GELUForward(hidden, hidden)
-	nn.Dense(logits, hidden, d1.kernel, d1.bias, rows, h, k)
-}
-
-// Run fills rows [lo, hi) of A: column j of L, softmaxed over the N rows.
-func (t tlWeights) Run(lo, hi int) {
-	n, k := t.n, t.k
-	for j := lo; j < hi; j++ {
-		row := t.weights[j*n : j*n+n]
-		for i := range row {
-			row[i] = t.logits[i*k+j]
-		}
-	}
-	nn.SoftmaxRowsForward(t.weights[lo*n:hi*n], hi-lo, n)
-}
-
-// Run computes output rows [lo, hi) = A[lo:hi]·V.
-func (t tlOut) Run(lo, hi int) {
-	n, d := t.n, t.d
-	nn.Gemm(false, false, hi-lo, d, n, 1, t.weights[lo*n:], n, t.in, d, 0, t.out[lo*d:], d)
-}
+func (t *tokenLearner) summarise(out, in []float32) { t.Forward(out, in) }
 
 // queryAttention is the reference's TokenLearnerMHA: K learned query tokens
 // cross-attend over the N input tokens (no LayerNorm, no residual).
@@ -110,12 +43,12 @@ func newQueryAttention(p *queryAttentionParams, n, k int, c Config, pack []float
 	return &queryAttention{
 		p: p, n: n, k: k, d: d,
 		q: make([]float32, k*d), kv: make([]float32, 2*n*d),
-		att: make([]float32, p.attn.heads*k*n), o: make([]float32, k*d), packScratch: pack,
+		att: make([]float32, p.attn.Heads*k*n), o: make([]float32, k*d), packScratch: pack,
 	}
 }
 
 func (s *queryAttention) summarise(out, in []float32) {
-	s.p.attn.crossAttention(out, s.q, s.kv, s.att, s.o, s.p.tokens, in, s.k, s.n, s.d, s.packScratch)
+	s.p.attn.CrossAttention(out, s.q, s.kv, s.att, s.o, s.p.tokens, in, s.k, s.n, s.d, s.packScratch)
 }
 
 // poolSummariser is the parameter-free summariser of the paper's Table 4,
@@ -180,10 +113,10 @@ func newAddEraseWriter(p *addEraseParams, c Config, pack []float32) *addEraseWri
 }
 
 // headVectors computes (Kw, d) = MLP_ch(MLP_tok(LN(O)ᵀ)ᵀ) into dst.
-func (a *addEraseWriter) headVectors(dst []float32, ln *layerNorm, tok, ch *mlpBlock, o []float32) {
-	ln.forward(a.lnO, o, a.r, a.d, a.eps)
-	tok.forwardTokens(a.mixed, a.tokHidden, a.lnO, a.d)
-	ch.forward(dst, a.chHidden, a.mixed, a.kw, a.packScratch)
+func (a *addEraseWriter) headVectors(dst []float32, ln *layer.LayerNorm, tok, ch *layer.MLP, o []float32) {
+	ln.Forward(a.lnO, o, a.r, a.d, a.eps)
+	tok.ForwardTokens(a.mixed, a.tokHidden, a.lnO, a.d)
+	ch.Forward(dst, a.chHidden, a.mixed, a.kw, a.packScratch)
 }
 
 // write computes next (m, d) from the raw cat = [M ; I ; O].
@@ -191,29 +124,36 @@ func (a *addEraseWriter) write(next, cat []float32) {
 	m, d, kw := a.m, a.d, a.kw
 	mem := cat[:m*d]
 	o := cat[(m+a.n)*d : (m+a.n+a.r)*d]
-	a.p.ln[0].forward(a.lnM, mem, m, d, a.eps)
-	a.p.mlp[0].forward(a.sel, a.selHidden, a.lnM, m, a.packScratch)
+	a.p.ln[0].Forward(a.lnM, mem, m, d, a.eps)
+	a.p.mlp[0].Forward(a.sel, a.selHidden, a.lnM, m, a.packScratch)
 	nn.Transpose(a.w, a.sel, m, kw)
 	nn.SoftmaxRowsForward(a.w, kw, m)
 	a.headVectors(a.erase, &a.p.ln[1], &a.p.mlp[1], &a.p.mlp[2], o)
 	a.headVectors(a.add, &a.p.ln[2], &a.p.mlp[3], &a.p.mlp[4], o)
+	addEraseCombine(next, mem, a.w, a.erase, a.add, m, d, kw)
+}
+
+// addEraseCombine writes next (m, d) from the memory mem (m, d), the write
+// weights w (Kw, m) and the erase and add vectors e, a (Kw, d):
+//
+//	M'[i,c] = M[i,c] Π_k (1 - w[k,i] e[k,c]) + mean_k (1 - w[k,i] a[k,c])
+func addEraseCombine(next, mem, w, e, a []float32, m, d, kw int) {
 	inv := 1 / float32(kw)
 	for i := 0; i < m; i++ {
-		src := mem[i*d : i*d+d]
 		dst := next[i*d : i*d+d]
-		copy(dst, src)
+		copy(dst, mem[i*d:i*d+d])
 		for k := 0; k < kw; k++ {
-			wk := a.w[k*m+i]
-			e := a.erase[k*d : k*d+d]
+			wk := w[k*m+i]
+			ek := e[k*d : k*d+d]
 			for c := range dst {
-				dst[c] *= 1 - wk*e[c]
+				dst[c] *= 1 - wk*ek[c]
 			}
 		}
 		for k := 0; k < kw; k++ {
-			wk := a.w[k*m+i]
-			ad := a.add[k*d : k*d+d]
+			wk := w[k*m+i]
+			ak := a[k*d : k*d+d]
 			for c := range dst {
-				dst[c] += (1 - wk*ad[c]) * inv
+				dst[c] += (1 - wk*ak[c]) * inv
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package ttm
 import (
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -40,8 +41,7 @@ type Tape struct {
 	// grad has the layout of Model.p as views into the grads slice given
 	// to Backward; gradTable rebinds it.
 	grad      params
-	gradTable paramTable
-	bound     *float32 // &grads[0] of the slice grad views now
+	gradTable layer.Table
 
 	z    []float32 // (r, d): read tokens of the step in progress
 	next []float32 // (m, d): the memory being written
@@ -204,7 +204,7 @@ func (t *Tape) Backward(dOutput, dMem, dInput, grads []float32) {
 	if t.len == 0 {
 		panic("ttm: Tape.Backward: no recorded step left")
 	}
-	t.bind(grads)
+	t.gradTable.Bind(grads)
 	s := t.len - 1
 	st := &t.rec[s]
 	g := &t.grad
@@ -241,17 +241,6 @@ func (t *Tape) Backward(dOutput, dMem, dInput, grads []float32) {
 		copy(dMem, t.dCat[:m*d])
 	}
 	t.len--
-}
-
-// bind points the gradient views at grads.
-func (t *Tape) bind(grads []float32) {
-	if len(grads) == 0 || &grads[0] == t.bound {
-		return
-	}
-	for i, s := range t.gradTable.specs {
-		*t.gradTable.dests[i] = grads[s.Offset : s.Offset+s.Size : s.Offset+s.Size]
-	}
-	t.bound = &grads[0]
 }
 
 // ParamsChanged must be called after the caller changes Model.Params (an

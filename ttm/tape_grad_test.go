@@ -36,7 +36,7 @@ func newGradFixture(t *testing.T, c Config, steps int, seed uint64) *gradFixture
 	f := &gradFixture{m: m, mc: NewMachine(m), tape: NewTape(m, steps), r: rand.New(rand.NewPCG(seed, 17))}
 	m.ParamsChanged() // no packed copies: the Machine must see every perturbation of Params
 	f.grads = make([]float32, m.NumParams())
-	f.tape.bind(f.grads)
+	f.tape.gradTable.Bind(f.grads)
 	return f
 }
 

@@ -1,6 +1,9 @@
 package ttm
 
-import "github.com/ttmrobot/ttm/internal/nn"
+import (
+	"github.com/ttmrobot/ttm/internal/layer"
+	"github.com/ttmrobot/ttm/internal/nn"
+)
 
 // Recording forward and backward passes of the summarisers and of the
 // add/erase write. N = input rows, K = output rows, h = hidden width.
@@ -20,72 +23,29 @@ var (
 	_ tapeSummariser = (*poolTape)(nil)
 )
 
-// tlTape is TokenLearner v1.1 (see tokenLearner) on one goroutine.
+// tlTape is TokenLearner v1.1 on one goroutine (layer.TokenLearnerForward).
 type tlTape struct {
-	p, g       *tokenLearnerParams // weights, gradients
-	n, k, d, h int
-	eps        float32
-	rec        []tlRec
-
-	logits []float32 // (N, K)
-	dA     []float32 // (K, N)
-	dL     []float32 // (N, K)
-	dHid   []float32 // (N, h)
-	dPre   []float32 // (N, h)
-	dLN    []float32 // (N, d)
+	p, g *layer.TokenLearner // weights, gradients
+	eps  float32
+	rec  []*layer.TokenLearnerRec
+	sc   *layer.TokenLearnerScratch
 }
 
-type tlRec struct {
-	ln         []float32 // (N, d): LayerNorm(V)
-	mean, rstd []float32 // (N)
-	pre, hid   []float32 // (N, h): Dense_0 output, its gelu
-	a          []float32 // (K, N): softmax weights
-}
-
-func newTLTape(p, g *tokenLearnerParams, n, k int, c Config, steps int) *tlTape {
+func newTLTape(p, g *layer.TokenLearner, n, k int, c Config, steps int) *tlTape {
 	d, h := c.Dim, c.SummariserHidden
-	t := &tlTape{
-		p: p, g: g, n: n, k: k, d: d, h: h, eps: float32(c.LayerNormEps), rec: make([]tlRec, steps),
-		logits: make([]float32, n*k), dA: make([]float32, k*n), dL: make([]float32, n*k),
-		dHid: make([]float32, n*h), dPre: make([]float32, n*h), dLN: make([]float32, n*d),
-	}
+	t := &tlTape{p: p, g: g, eps: float32(c.LayerNormEps), rec: make([]*layer.TokenLearnerRec, steps), sc: layer.NewTokenLearnerScratch(n, d, h, k)}
 	for i := range t.rec {
-		t.rec[i] = tlRec{
-			ln: make([]float32, n*d), mean: make([]float32, n), rstd: make([]float32, n),
-			pre: make([]float32, n*h), hid: make([]float32, n*h), a: make([]float32, k*n),
-		}
+		t.rec[i] = layer.NewTokenLearnerRec(n, d, h, k)
 	}
 	return t
 }
 
 func (t *tlTape) forward(s int, out, in []float32) {
-	r, p := &t.rec[s], t.p
-	n, k, d, h := t.n, t.k, t.d, t.h
-	nn.LayerNormForward(r.ln, r.mean, r.rstd, in, p.ln.scale, p.ln.bias, n, d, t.eps)
-	nn.Dense(r.pre, r.ln, p.mlp.d0.kernel, p.mlp.d0.bias, n, d, h)
-	nn.GELUForward(r.hid, r.pre)
-	nn.Dense(t.logits, r.hid, p.mlp.d1.kernel, p.mlp.d1.bias, n, h, k)
-	nn.Transpose(r.a, t.logits, n, k)
-	nn.SoftmaxRowsForward(r.a, k, n)
-	// out (K, d) = A (K, N) · V (N, d)
-	nn.Gemm(false, false, k, d, n, 1, r.a, n, in, d, 0, out, d)
+	layer.TokenLearnerForward(out, t.rec[s], in, t.p, t.eps)
 }
 
 func (t *tlTape) backward(s int, dIn, dOut, in []float32) {
-	r, p, g := &t.rec[s], t.p, t.g
-	n, k, d, h := t.n, t.k, t.d, t.h
-	// Z = A·V: dA (K, N) = dZ·Vᵀ, dV += Aᵀ·dZ.
-	nn.Gemm(false, true, k, n, d, 1, dOut, d, in, d, 0, t.dA, n)
-	nn.Gemm(true, false, n, d, k, 1, r.a, n, dOut, d, 1, dIn, d)
-	nn.SoftmaxRowsBackward(t.dA, r.a, k, n)
-	nn.Transpose(t.dL, t.dA, k, n)
-	clear(t.dHid)
-	nn.DenseBackward(t.dHid, g.mlp.d1.kernel, g.mlp.d1.bias, t.dL, r.hid, p.mlp.d1.kernel, n, h, k)
-	clear(t.dPre)
-	nn.GELUBackward(t.dPre, t.dHid, r.pre, r.hid)
-	clear(t.dLN)
-	nn.DenseBackward(t.dLN, g.mlp.d0.kernel, g.mlp.d0.bias, t.dPre, r.ln, p.mlp.d0.kernel, n, d, h)
-	nn.LayerNormBackward(dIn, g.ln.scale, g.ln.bias, t.dLN, in, p.ln.scale, r.mean, r.rstd, n, d)
+	layer.TokenLearnerBackward(dIn, t.g, dOut, t.rec[s], t.sc, in, t.p)
 }
 
 // queryAttentionTape is TokenLearnerMHA (see queryAttention) with separate,
@@ -93,58 +53,25 @@ func (t *tlTape) backward(s int, dIn, dOut, in []float32) {
 type queryAttentionTape struct {
 	p, g    *queryAttentionParams
 	n, k, d int
-	heads   int
-	rec     []qaRec
-
-	dO, dQ []float32 // (K, d)
-	dK, dV []float32 // (N, d)
-	dAtt   []float32 // (H, K, N)
-}
-
-type qaRec struct {
-	q, o []float32 // (K, d): projected queries, attention output before Wo
-	k, v []float32 // (N, d)
-	att  []float32 // (H, K, N)
+	rec     []layer.AttentionRec
+	sc      layer.AttentionScratch
 }
 
 func newQueryAttentionTape(p, g *queryAttentionParams, n, k int, c Config, steps int) *queryAttentionTape {
-	d, heads := c.Dim, p.attn.heads
-	t := &queryAttentionTape{
-		p: p, g: g, n: n, k: k, d: d, heads: heads, rec: make([]qaRec, steps),
-		dO: make([]float32, k*d), dQ: make([]float32, k*d),
-		dK: make([]float32, n*d), dV: make([]float32, n*d), dAtt: make([]float32, heads*k*n),
-	}
+	d, heads := c.Dim, p.attn.Heads
+	t := &queryAttentionTape{p: p, g: g, n: n, k: k, d: d, rec: make([]layer.AttentionRec, steps), sc: layer.NewAttentionScratch(k, n, d, heads)}
 	for i := range t.rec {
-		t.rec[i] = qaRec{
-			q: make([]float32, k*d), o: make([]float32, k*d),
-			k: make([]float32, n*d), v: make([]float32, n*d), att: make([]float32, heads*k*n),
-		}
+		t.rec[i] = layer.NewAttentionRec(k, n, d, heads)
 	}
 	return t
 }
 
 func (t *queryAttentionTape) forward(s int, out, in []float32) {
-	r, a := &t.rec[s], &t.p.attn
-	n, k, d := t.n, t.k, t.d
-	nn.Dense(r.q, t.p.tokens, a.query.kernel, a.query.bias, k, d, d)
-	nn.Dense(r.k, in, a.key.kernel, a.key.bias, n, d, d)
-	nn.Dense(r.v, in, a.value.kernel, a.value.bias, n, d, d)
-	nn.AttentionForward(r.o, r.att, r.q, r.k, r.v, k, n, d, t.heads, d, d)
-	nn.Dense(out, r.o, a.out.kernel, a.out.bias, k, d, d)
+	t.rec[s].Forward(&t.p.attn, out, t.p.tokens, in, t.k, t.n, t.d)
 }
 
 func (t *queryAttentionTape) backward(s int, dIn, dOut, in []float32) {
-	r, a, ga := &t.rec[s], &t.p.attn, &t.g.attn
-	n, k, d := t.n, t.k, t.d
-	clear(t.dO)
-	nn.DenseBackward(t.dO, ga.out.kernel, ga.out.bias, dOut, r.o, a.out.kernel, k, d, d)
-	clear(t.dQ)
-	clear(t.dK)
-	clear(t.dV)
-	nn.AttentionBackward(t.dQ, t.dK, t.dV, t.dAtt, t.dO, r.att, r.q, r.k, r.v, k, n, d, t.heads, d, d)
-	nn.DenseBackward(t.g.tokens, ga.query.kernel, ga.query.bias, t.dQ, t.p.tokens, a.query.kernel, k, d, d)
-	nn.DenseBackward(dIn, ga.key.kernel, ga.key.bias, t.dK, in, a.key.kernel, n, d, d)
-	nn.DenseBackward(dIn, ga.value.kernel, ga.value.bias, t.dV, in, a.value.kernel, n, d, d)
+	t.rec[s].Backward(&t.p.attn, &t.g.attn, &t.sc, t.g.tokens, dIn, dOut, t.p.tokens, in, t.k, t.n, t.d)
 }
 
 // poolTape is the parameter-free poolSummariser; it keeps nothing.
@@ -198,21 +125,19 @@ type addEraseTape struct {
 }
 
 type aeRec struct {
-	lnM            []float32 // (m, d): LN_0(M)
-	meanM, rstdM   []float32 // (m)
-	selPre, selHid []float32 // (m, h)
-	w              []float32 // (Kw, m): write weights
-	erase, add     aeHeadRec
+	lnM        layer.LayerNormRec // (m, d): LN_0(M)
+	sel        layer.MLPRec       // (m, h)
+	w          []float32          // (Kw, m): write weights
+	erase, add aeHeadRec
 }
 
 // aeHeadRec keeps one of the head-vector paths, (Kw, d) = MLP_ch(MLP_tok(LN(O)ᵀ)ᵀ).
 type aeHeadRec struct {
-	ln             []float32 // (r, d)
-	mean, rstd     []float32 // (r)
-	tokPre, tokHid []float32 // (h, d)
-	mixed          []float32 // (Kw, d)
-	chPre, chHid   []float32 // (Kw, h)
-	vec            []float32 // (Kw, d): e or a
+	ln    layer.LayerNormRec // (r, d)
+	tok   layer.MLPRec       // (h, d), along the token axis
+	mixed []float32          // (Kw, d)
+	ch    layer.MLPRec       // (Kw, h)
+	vec   []float32          // (Kw, d): e or a
 }
 
 func newAddEraseTape(p, g *addEraseParams, c Config, steps int) *addEraseTape {
@@ -229,15 +154,13 @@ func newAddEraseTape(p, g *addEraseParams, c Config, steps int) *addEraseTape {
 	}
 	head := func() aeHeadRec {
 		return aeHeadRec{
-			ln: make([]float32, r*d), mean: make([]float32, r), rstd: make([]float32, r),
-			tokPre: make([]float32, h*d), tokHid: make([]float32, h*d), mixed: make([]float32, kw*d),
-			chPre: make([]float32, kw*h), chHid: make([]float32, kw*h), vec: make([]float32, kw*d),
+			ln: layer.NewLayerNormRec(r, d), tok: layer.NewMLPRec(h, d), mixed: make([]float32, kw*d),
+			ch: layer.NewMLPRec(kw, h), vec: make([]float32, kw*d),
 		}
 	}
 	for i := range t.rec {
 		t.rec[i] = aeRec{
-			lnM: make([]float32, m*d), meanM: make([]float32, m), rstdM: make([]float32, m),
-			selPre: make([]float32, m*h), selHid: make([]float32, m*h), w: make([]float32, kw*m),
+			lnM: layer.NewLayerNormRec(m, d), sel: layer.NewMLPRec(m, h), w: make([]float32, kw*m),
 			erase: head(), add: head(),
 		}
 	}
@@ -245,70 +168,35 @@ func newAddEraseTape(p, g *addEraseParams, c Config, steps int) *addEraseTape {
 }
 
 // headForward fills hr from the output tokens o (r, d).
-func (t *addEraseTape) headForward(hr *aeHeadRec, ln *layerNorm, tok, ch *mlpBlock, o []float32) {
-	r, d, h, kw := t.r, t.d, t.h, t.kw
-	nn.LayerNormForward(hr.ln, hr.mean, hr.rstd, o, ln.scale, ln.bias, r, d, t.eps)
-	nn.DenseTokens(hr.tokPre, hr.ln, tok.d0.kernel, tok.d0.bias, r, d, h)
-	nn.GELUForward(hr.tokHid, hr.tokPre)
-	nn.DenseTokens(hr.mixed, hr.tokHid, tok.d1.kernel, tok.d1.bias, h, d, kw)
-	nn.Dense(hr.chPre, hr.mixed, ch.d0.kernel, ch.d0.bias, kw, d, h)
-	nn.GELUForward(hr.chHid, hr.chPre)
-	nn.Dense(hr.vec, hr.chHid, ch.d1.kernel, ch.d1.bias, kw, h, d)
+func (t *addEraseTape) headForward(hr *aeHeadRec, ln *layer.LayerNorm, tok, ch *layer.MLP, o []float32) {
+	hr.ln.Forward(ln, o, t.r, t.d, t.eps)
+	hr.tok.ForwardTokens(tok, hr.mixed, hr.ln.Out, t.d)
+	hr.ch.Forward(ch, hr.vec, hr.mixed, t.kw, nil)
 }
 
 // headBackward accumulates dL/dO into dO given dVec = dL/d(head vectors).
-func (t *addEraseTape) headBackward(dO, dVec []float32, hr *aeHeadRec, ln, gln *layerNorm, tok, gtok, ch, gch *mlpBlock, o []float32) {
-	r, d, h, kw := t.r, t.d, t.h, t.kw
-	clear(t.dChHid)
-	nn.DenseBackward(t.dChHid, gch.d1.kernel, gch.d1.bias, dVec, hr.chHid, ch.d1.kernel, kw, h, d)
-	clear(t.dChPre)
-	nn.GELUBackward(t.dChPre, t.dChHid, hr.chPre, hr.chHid)
+func (t *addEraseTape) headBackward(dO, dVec []float32, hr *aeHeadRec, ln, gln *layer.LayerNorm, tok, gtok, ch, gch *layer.MLP) {
 	clear(t.dMixed)
-	nn.DenseBackward(t.dMixed, gch.d0.kernel, gch.d0.bias, t.dChPre, hr.mixed, ch.d0.kernel, kw, d, h)
-	clear(t.dTokHid)
-	nn.DenseTokensBackward(t.dTokHid, gtok.d1.kernel, gtok.d1.bias, t.dMixed, hr.tokHid, tok.d1.kernel, h, d, kw)
-	clear(t.dTokPre)
-	nn.GELUBackward(t.dTokPre, t.dTokHid, hr.tokPre, hr.tokHid)
+	hr.ch.Backward(ch, gch, t.dMixed, dVec, hr.mixed, t.dChHid, t.dChPre, t.kw)
 	clear(t.dLnO)
-	nn.DenseTokensBackward(t.dLnO, gtok.d0.kernel, gtok.d0.bias, t.dTokPre, hr.ln, tok.d0.kernel, r, d, h)
-	nn.LayerNormBackward(dO, gln.scale, gln.bias, t.dLnO, o, ln.scale, hr.mean, hr.rstd, r, d)
+	hr.tok.BackwardTokens(tok, gtok, t.dLnO, t.dMixed, hr.ln.Out, t.dTokHid, t.dTokPre, t.d)
+	hr.ln.Backward(ln, gln, dO, t.dLnO, t.r, t.d)
 }
 
 // forward computes next (m, d) from the raw cat = [M ; I ; O], in the same
 // order of operations as addEraseWriter.write.
 func (t *addEraseTape) forward(s int, next, cat []float32) {
 	rc, p := &t.rec[s], t.p
-	m, d, h, kw := t.m, t.d, t.h, t.kw
+	m, d, kw := t.m, t.d, t.kw
 	mem := cat[:m*d]
 	o := cat[(m+t.n)*d : (m+t.n+t.r)*d]
-	nn.LayerNormForward(rc.lnM, rc.meanM, rc.rstdM, mem, p.ln[0].scale, p.ln[0].bias, m, d, t.eps)
-	nn.Dense(rc.selPre, rc.lnM, p.mlp[0].d0.kernel, p.mlp[0].d0.bias, m, d, h)
-	nn.GELUForward(rc.selHid, rc.selPre)
-	nn.Dense(t.sel, rc.selHid, p.mlp[0].d1.kernel, p.mlp[0].d1.bias, m, h, kw)
+	rc.lnM.Forward(&p.ln[0], mem, m, d, t.eps)
+	rc.sel.Forward(&p.mlp[0], t.sel, rc.lnM.Out, m, nil)
 	nn.Transpose(rc.w, t.sel, m, kw)
 	nn.SoftmaxRowsForward(rc.w, kw, m)
 	t.headForward(&rc.erase, &p.ln[1], &p.mlp[1], &p.mlp[2], o)
 	t.headForward(&rc.add, &p.ln[2], &p.mlp[3], &p.mlp[4], o)
-	w, e, a := rc.w, rc.erase.vec, rc.add.vec
-	inv := 1 / float32(kw)
-	for i := 0; i < m; i++ {
-		dst := next[i*d : i*d+d]
-		copy(dst, mem[i*d:i*d+d])
-		for k := 0; k < kw; k++ {
-			wk := w[k*m+i]
-			ek := e[k*d : k*d+d]
-			for c := range dst {
-				dst[c] *= 1 - wk*ek[c]
-			}
-		}
-		for k := 0; k < kw; k++ {
-			wk := w[k*m+i]
-			ak := a[k*d : k*d+d]
-			for c := range dst {
-				dst[c] += (1 - wk*ak[c]) * inv
-			}
-		}
-	}
+	addEraseCombine(next, mem, rc.w, rc.erase.vec, rc.add.vec, m, d, kw)
 }
 
 // backward accumulates into dCat (m+n+r, d) the gradient of the write with
@@ -324,11 +212,11 @@ func (t *addEraseTape) forward(s int, next, cat []float32) {
 // Π_{j≠k} is taken from prefix and suffix products, without division.
 func (t *addEraseTape) backward(s int, dCat, dNext, cat []float32) {
 	rc, p, g := &t.rec[s], t.p, t.g
-	m, d, h, kw := t.m, t.d, t.h, t.kw
+	m, d, kw := t.m, t.d, t.kw
 	mem := cat[:m*d]
 	dMem := dCat[:m*d]
 	oOff := (m + t.n) * d
-	o, dO := cat[oOff:oOff+t.r*d], dCat[oOff:oOff+t.r*d]
+	dO := dCat[oOff : oOff+t.r*d]
 	w, e, a := rc.w, rc.erase.vec, rc.add.vec
 	clear(t.dW)
 	clear(t.dErase)
@@ -358,14 +246,10 @@ func (t *addEraseTape) backward(s int, dCat, dNext, cat []float32) {
 	// w = softmax over m of MLP_0(LN_0(M))ᵀ.
 	nn.SoftmaxRowsBackward(t.dW, w, kw, m)
 	nn.Transpose(t.dSel, t.dW, kw, m)
-	clear(t.dSelHid)
-	nn.DenseBackward(t.dSelHid, g.mlp[0].d1.kernel, g.mlp[0].d1.bias, t.dSel, rc.selHid, p.mlp[0].d1.kernel, m, h, kw)
-	clear(t.dSelPre)
-	nn.GELUBackward(t.dSelPre, t.dSelHid, rc.selPre, rc.selHid)
 	clear(t.dLnM)
-	nn.DenseBackward(t.dLnM, g.mlp[0].d0.kernel, g.mlp[0].d0.bias, t.dSelPre, rc.lnM, p.mlp[0].d0.kernel, m, d, h)
-	nn.LayerNormBackward(dMem, g.ln[0].scale, g.ln[0].bias, t.dLnM, mem, p.ln[0].scale, rc.meanM, rc.rstdM, m, d)
+	rc.sel.Backward(&p.mlp[0], &g.mlp[0], t.dLnM, t.dSel, rc.lnM.Out, t.dSelHid, t.dSelPre, m)
+	rc.lnM.Backward(&p.ln[0], &g.ln[0], dMem, t.dLnM, m, d)
 
-	t.headBackward(dO, t.dErase, &rc.erase, &p.ln[1], &g.ln[1], &p.mlp[1], &g.mlp[1], &p.mlp[2], &g.mlp[2], o)
-	t.headBackward(dO, t.dAdd, &rc.add, &p.ln[2], &g.ln[2], &p.mlp[3], &g.mlp[3], &p.mlp[4], &g.mlp[4], o)
+	t.headBackward(dO, t.dErase, &rc.erase, &p.ln[1], &g.ln[1], &p.mlp[1], &g.mlp[1], &p.mlp[2], &g.mlp[2])
+	t.headBackward(dO, t.dAdd, &rc.add, &p.ln[2], &g.ln[2], &p.mlp[3], &g.mlp[3], &p.mlp[4], &g.mlp[4])
 }

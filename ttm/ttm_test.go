@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
@@ -134,7 +135,7 @@ func TestInit(t *testing.T) {
 				}
 			}
 		case strings.HasSuffix(s.Name, "/kernel"):
-			limit := math.Sqrt(6 / float64(s.init.fanIn+s.init.fanOut))
+			limit := math.Sqrt(6 / float64(s.Init.FanIn+s.Init.FanOut))
 			for _, x := range v {
 				if math.Abs(float64(x)) > limit {
 					t.Fatalf("%s: %g outside the xavier bound %g", s.Name, x, limit)
@@ -237,9 +238,10 @@ func TestTokenLearnerWeightsAreDistributions(t *testing.T) {
 	in := randFloats(r, (c.MemorySize+c.InputTokens)*c.Dim, 2)
 	tl := mc.read.(*tokenLearner)
 	tl.summarise(mc.z, in)
-	for k := 0; k < tl.k; k++ {
+	n := c.MemorySize + c.InputTokens
+	for k := 0; k < c.ProcessSize; k++ {
 		var sum float64
-		for _, w := range tl.weights[k*tl.n : (k+1)*tl.n] {
+		for _, w := range tl.Weights()[k*n : (k+1)*n] {
 			if w < 0 {
 				t.Fatalf("negative weight %g", w)
 			}
@@ -307,14 +309,14 @@ func TestHandComputedCases(t *testing.T) {
 	})
 	t.Run("token learner with constant logits averages the raw rows", func(t *testing.T) {
 		c := Config{Dim: d, SummariserHidden: 3, LayerNormEps: 1e-6}
-		var p tokenLearnerParams
-		var tab paramTable
-		p.register(&tab, "tl", d, 3, 2)
-		tab.allocate()
-		for i := range p.ln.scale {
-			p.ln.scale[i] = 1
+		var p layer.TokenLearner
+		var tab layer.Table
+		p.Register(&tab, "tl", d, 3, 2, layer.MLPBias)
+		tab.Allocate()
+		for i := range p.LN.Scale {
+			p.LN.Scale[i] = 1
 		}
-		p.mlp.d1.bias[0], p.mlp.d1.bias[1] = 3, -7 // kernels zero: every row gets the same logit
+		p.MLP.D1.Bias[0], p.MLP.D1.Bias[1] = 3, -7 // kernels zero: every row gets the same logit
 		tl := newTokenLearner(&p, 5, 2, c)
 		out := make([]float32, 2*d)
 		tl.summarise(out, rows)
@@ -346,8 +348,8 @@ func TestHandComputedCases(t *testing.T) {
 		c := testConfig(Pool, MLP, false)
 		m, _ := NewModel(c)
 		final := m.p.mlpNorms[c.NumLayers]
-		for i := range final.bias {
-			final.bias[i] = float32(i) - 3
+		for i := range final.Bias {
+			final.Bias[i] = float32(i) - 3
 		}
 		out := make([]float32, c.ProcessSize*c.Dim)
 		r := rand.New(rand.NewPCG(9, 9))

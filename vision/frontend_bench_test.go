@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+	"github.com/ttmrobot/ttm/internal/layer"
 )
 
 // BenchmarkHead is the Go side after the backbone for one frame at RT-1's
@@ -42,7 +43,7 @@ func BenchmarkHead(b *testing.B) {
 			for b.Loop() {
 				FiLMCoefficients(a.Gamma, a.Beta, e, &h.P.FiLM, 512, 512)
 				FiLMForward(a.FiLM, a.Proj, a.Gamma, a.Beta, n, 512)
-				TokenLearnerForward(out, a.TL, a.FiLM, &h.P.TokenLearner, 1e-6)
+				layer.TokenLearnerForward(out, a.TL, a.FiLM, &h.P.TokenLearner, 1e-6)
 			}
 			b.ReportMetric(float64(8*b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})

@@ -1,12 +1,7 @@
 package vision
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"slices"
-	"sort"
-	"strings"
 
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
@@ -43,40 +38,15 @@ func FrontEndFromFile(f *safetensors.File, prefix string) (Config, *Head, error)
 	if err != nil {
 		return Config{}, nil, err
 	}
-	var problems []string
+	set := safetensors.Set{
+		What: "vision checkpoint", Owns: safetensors.HasPrefix(prefix),
+		Explain: func(string) string { return fmt.Sprintf(" (film %q)", cfg.Head.FiLM) },
+	}
 	for _, s := range head.Specs {
-		name := prefix + s.Name
-		t, ok := f.Tensors[name]
-		switch {
-		case !ok:
-			problems = append(problems, fmt.Sprintf("missing tensor %s (F32 %v)", name, s.Shape))
-			continue
-		case !slices.Equal(t.Shape, s.Shape):
-			problems = append(problems, fmt.Sprintf("tensor %s has shape %v, the configuration needs %v", name, t.Shape, s.Shape))
-			continue
-		}
-		dst := head.Params[s.Offset : s.Offset+s.Size]
-		if err := t.Float32(dst); err != nil {
-			problems = append(problems, fmt.Sprintf("tensor %s: %v", name, err))
-			continue
-		}
-		for i, x := range dst {
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
-				problems = append(problems, fmt.Sprintf("tensor %s holds %v at element %d", name, x, i))
-				break
-			}
-		}
+		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: head.Params[s.Offset : s.Offset+s.Size]})
 	}
-	var extra []string
-	for name := range f.Tensors {
-		if strings.HasPrefix(name, prefix) && !slices.ContainsFunc(head.Specs, func(s ParamSpec) bool { return prefix+s.Name == name }) {
-			extra = append(extra, fmt.Sprintf("unexpected tensor %s (film %q)", name, cfg.Head.FiLM))
-		}
-	}
-	sort.Strings(extra)
-	problems = append(problems, extra...)
-	if len(problems) > 0 {
-		return Config{}, nil, errors.New("vision checkpoint does not match its configuration:\n  " + strings.Join(problems, "\n  "))
+	if err := f.Load(set); err != nil {
+		return Config{}, nil, err
 	}
 	return cfg, head, nil
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/nn/cvec"
 )
@@ -19,52 +20,20 @@ type ParamSpec struct {
 	init   paramInit
 }
 
-// paramInit says how Init fills a tensor.
+// paramInit says how Init fills a tensor: as the layer toolkit's
+// initialiser, or with a fixed 2-D sine-cosine position embedding for a
+// grid sinCosGrid positions wide.
 type paramInit struct {
-	kind          paramInitKind
-	fanIn, fanOut int     // xavier
-	std           float64 // normal
-	value         float64 // const
-	gridWidth     int     // sincos2d: positions per row
+	layer.Init
+	sinCosGrid int
 }
 
-type paramInitKind int
-
-const (
-	initZeros paramInitKind = iota
-	initOnes
-	initXavier
-	initNormal
-	initSinCos2D
-	initConst
-)
-
-func (in paramInit) fill(dst []float32, r *rand.Rand) {
-	switch in.kind {
-	case initZeros:
-		clear(dst)
-	case initOnes:
-		for i := range dst {
-			dst[i] = 1
-		}
-	case initXavier:
-		limit := math.Sqrt(6 / float64(in.fanIn+in.fanOut))
-		for i := range dst {
-			dst[i] = float32((2*r.Float64() - 1) * limit)
-		}
-	case initNormal:
-		for i := range dst {
-			dst[i] = float32(r.NormFloat64() * in.std)
-		}
-	case initConst:
-		for i := range dst {
-			dst[i] = float32(in.value)
-		}
-	case initSinCos2D:
-		sinCos2D(dst, in.gridWidth, in.fanOut)
-	default:
-		panic(fmt.Sprintf("vision: unknown initialiser %d", in.kind))
+func (in paramInit) fill(dst []float32, r *rand.Rand, d int) {
+	if in.sinCosGrid > 0 {
+		sinCos2D(dst, in.sinCosGrid, d)
+		return
 	}
+	in.Init.Fill(dst, r)
 }
 
 // HeadParams are the head's tensors as views of one flat slice: the
@@ -76,7 +45,7 @@ type HeadParams struct {
 	ProjBias     []float32    // (d)
 	PosEmbed     []float32    // (Positions, d), or nil without positional embedding
 	FiLM         FiLMParams
-	TokenLearner TokenLearnerParams
+	TokenLearner layer.TokenLearner
 	Keypoints    KeypointParams // nil views without HeadConfig.Keypoints
 }
 
@@ -127,9 +96,8 @@ func headSpecs(c HeadConfig) []ParamSpec {
 		specs = append(specs, ParamSpec{Name: name, Shape: shape, Offset: off, Size: n, init: in})
 		off += n
 	}
-	zeros, ones := paramInit{kind: initZeros}, paramInit{kind: initOnes}
-	xavier := func(in, out int) paramInit { return paramInit{kind: initXavier, fanIn: in, fanOut: out} }
-	mlpBias := paramInit{kind: initNormal, std: 1e-6} // scenic MlpBlock
+	zeros, ones, mlpBias := paramInit{Init: layer.Zeros}, paramInit{Init: layer.Ones}, paramInit{Init: layer.MLPBias}
+	xavier := func(in, out int) paramInit { return paramInit{Init: layer.Xavier(in, out)} }
 	projIn := C
 	if c.Hidden > 0 {
 		projIn = c.Hidden
@@ -151,9 +119,9 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add("conv1x1/bias", zeros, d)
 	switch {
 	case c.Positions > 0 && c.PositionGridWidth > 0:
-		add("pos_embedding", paramInit{kind: initSinCos2D, gridWidth: c.PositionGridWidth, fanOut: d}, c.Positions, d)
+		add("pos_embedding", paramInit{sinCosGrid: c.PositionGridWidth}, c.Positions, d)
 	case c.Positions > 0:
-		add("pos_embedding", paramInit{kind: initNormal, std: 0.02}, c.Positions, d)
+		add("pos_embedding", paramInit{Init: layer.PosInit}, c.Positions, d)
 	}
 	if c.FiLM == FiLMHead {
 		add("film/mult/kernel", zeros, e, d)
@@ -172,7 +140,7 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add(tl+"token_masking/Dense_1/kernel", xavier(hid, k), hid, k)
 	add(tl+"token_masking/Dense_1/bias", mlpBias, k)
 	if c.Keypoints {
-		add("keypoints/log_scale", paramInit{kind: initConst, value: KeypointLogScaleInit}, d)
+		add("keypoints/log_scale", paramInit{Init: layer.Const(float32(KeypointLogScaleInit))}, d)
 		add("keypoints/dense/kernel", xavier(2*d, d), 2*d, d)
 		add("keypoints/dense/bias", zeros, d)
 	}
@@ -186,6 +154,7 @@ func (h *Head) View(flat []float32) HeadParams {
 	if len(flat) != len(h.Params) {
 		panic(fmt.Sprintf("vision: Head.View of %d floats, the head has %d", len(flat), len(h.Params)))
 	}
+	c := h.Config
 	v := map[string][]float32{}
 	for _, s := range h.Specs {
 		v[s.Name] = flat[s.Offset : s.Offset+s.Size : s.Offset+s.Size]
@@ -205,10 +174,12 @@ func (h *Head) View(flat []float32) HeadParams {
 			MultKernel: v["film/mult/kernel"], MultBias: v["film/mult/bias"],
 			AddKernel: v["film/add/kernel"], AddBias: v["film/add/bias"],
 		},
-		TokenLearner: TokenLearnerParams{
-			LNScale: v[tl+"LayerNorm_0/scale"], LNBias: v[tl+"LayerNorm_0/bias"],
-			Kernel0: v[tl+"token_masking/Dense_0/kernel"], Bias0: v[tl+"token_masking/Dense_0/bias"],
-			Kernel1: v[tl+"token_masking/Dense_1/kernel"], Bias1: v[tl+"token_masking/Dense_1/bias"],
+		TokenLearner: layer.TokenLearner{
+			LN: layer.LayerNorm{Scale: v[tl+"LayerNorm_0/scale"], Bias: v[tl+"LayerNorm_0/bias"]},
+			MLP: layer.MLP{
+				D0: layer.Dense{Kernel: v[tl+"token_masking/Dense_0/kernel"], Bias: v[tl+"token_masking/Dense_0/bias"], In: c.Dim, Out: c.TokenLearnerHidden},
+				D1: layer.Dense{Kernel: v[tl+"token_masking/Dense_1/kernel"], Bias: v[tl+"token_masking/Dense_1/bias"], In: c.TokenLearnerHidden, Out: h.learnedTokens()},
+			},
 		},
 		Keypoints: KeypointParams{LogScale: v["keypoints/log_scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
 	}
@@ -231,7 +202,7 @@ func (h *Head) NumParams() int { return len(h.Params) }
 func (h *Head) Init(seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0x7669_7369_6f6e_2f68)) // "vision/h"
 	for _, s := range h.Specs {
-		s.init.fill(h.Params[s.Offset:s.Offset+s.Size], r)
+		s.init.fill(h.Params[s.Offset:s.Offset+s.Size], r, h.Config.Dim)
 	}
 }
 
@@ -244,10 +215,11 @@ type HeadActs struct {
 	Gamma []float32   // (d) FiLM scale, e·W_m + b_m
 	Beta  []float32   // (d) FiLM shift, e·W_a + b_a
 	FiLM  []float32   // (N, d) after FiLM: TokenLearner's input
-	TL    *TokenLearnerActs
+	TL    *layer.TokenLearnerRec
 	KP    *KeypointActs // nil without keypoints
 
 	dX, dProj, dGamma, dBeta []float32 // backward scratch: (N, d), (N, d), (d), (d)
+	tl                       *layer.TokenLearnerScratch
 }
 
 // NewActs allocates activations for a feature map of n positions.
@@ -256,7 +228,8 @@ func (h *Head) NewActs(n int) *HeadActs {
 	d := c.Dim
 	a := &HeadActs{
 		N: n, Proj: make([]float32, n*d), Gamma: make([]float32, d), Beta: make([]float32, d),
-		FiLM: make([]float32, n*d), TL: NewTokenLearnerActs(n, d, c.TokenLearnerHidden, h.learnedTokens()),
+		FiLM: make([]float32, n*d), TL: layer.NewTokenLearnerRec(n, d, c.TokenLearnerHidden, h.learnedTokens()),
+		tl: layer.NewTokenLearnerScratch(n, d, c.TokenLearnerHidden, h.learnedTokens()),
 		dX: make([]float32, n*d), dProj: make([]float32, n*d), dGamma: make([]float32, d), dBeta: make([]float32, d),
 	}
 	if c.Keypoints {
@@ -384,7 +357,7 @@ func (h *Head) Forward(out []float32, a *HeadActs, feat, e []float32) {
 		x = a.FiLM
 	}
 	k := h.learnedTokens()
-	TokenLearnerForward(out[:k*d], a.TL, x, &h.P.TokenLearner, float32(c.LayerNormEps))
+	layer.TokenLearnerForward(out[:k*d], a.TL, x, &h.P.TokenLearner, float32(c.LayerNormEps))
 	if c.Keypoints {
 		KeypointsForward(out[k*d:(k+1)*d], a.KP, x, &h.P.Keypoints)
 	}
@@ -410,7 +383,7 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	k := h.learnedTokens()
 	if c.FiLM == FiLMHead {
 		clear(a.dX)
-		TokenLearnerBackward(a.dX, &g.TokenLearner, dOut[:k*d], a.TL, a.FiLM, &h.P.TokenLearner)
+		layer.TokenLearnerBackward(a.dX, &g.TokenLearner, dOut[:k*d], a.TL, a.tl, a.FiLM, &h.P.TokenLearner)
 		if c.Keypoints {
 			KeypointsBackward(a.dX, &g.Keypoints, dOut[k*d:(k+1)*d], a.KP, a.FiLM, &h.P.Keypoints)
 		}
@@ -419,7 +392,7 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 		FiLMBackward(dProj, a.dGamma, a.dBeta, a.dX, a.Proj, a.Gamma, n, d)
 		FiLMCoefficientsBackward(dEmb, &g.FiLM, a.dGamma, a.dBeta, e, &h.P.FiLM, c.EmbeddingDim, d)
 	} else {
-		TokenLearnerBackward(dProj, &g.TokenLearner, dOut[:k*d], a.TL, a.Proj, &h.P.TokenLearner)
+		layer.TokenLearnerBackward(dProj, &g.TokenLearner, dOut[:k*d], a.TL, a.tl, a.Proj, &h.P.TokenLearner)
 		if c.Keypoints {
 			KeypointsBackward(dProj, &g.Keypoints, dOut[k*d:(k+1)*d], a.KP, a.Proj, &h.P.Keypoints)
 		}

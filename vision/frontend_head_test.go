@@ -408,7 +408,7 @@ func TestHeadSpecsAndInit(t *testing.T) {
 			t.Error("FiLM is not zero after Init")
 		}
 	}
-	if slices.ContainsFunc(h.P.TokenLearner.LNScale, func(x float32) bool { return x != 1 }) {
+	if slices.ContainsFunc(h.P.TokenLearner.LN.Scale, func(x float32) bool { return x != 1 }) {
 		t.Error("LayerNorm scale is not one after Init")
 	}
 	// Xavier uniform: |w| <= sqrt(6 / (fan_in + fan_out)), and not all tiny.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ttmrobot/ttm/internal/layer"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -42,9 +44,9 @@ type causalParams struct {
 	enc     stackParams
 }
 
-func (p *causalParams) register(t *paramTable, c Config) {
-	t.add(&p.pos, "causal_pos_embed/pos_embedding", posInit, 1, c.InputTokens, c.Dim)
-	t.add(&p.readout, "readout/tokens", posInit, 1, c.OutputTokens, c.Dim)
+func (p *causalParams) register(t *layer.Table, c Config) {
+	t.Add(&p.pos, "causal_pos_embed/pos_embedding", layer.PosInit, 1, c.InputTokens, c.Dim)
+	t.Add(&p.readout, "readout/tokens", layer.PosInit, 1, c.OutputTokens, c.Dim)
 	p.enc.register(t, "Encoder_0", c)
 }
 
@@ -237,7 +239,7 @@ func (r *causalRunner) Step(s State, input, output []float32) {
 type causalTape struct {
 	m      *Causal
 	g      causalParams
-	gt     paramTable
+	gt     layer.Table
 	st     *stack
 	rec    []stackRec
 	lim    []int
@@ -315,7 +317,7 @@ func (t *causalTape) Forward(s State, input, output []float32) {
 func (t *causalTape) Backward(dOutput, dInput, grads []float32) {
 	m, c := t.m, t.m.cfg
 	checkBackward("causal", c, dOutput, dInput, grads, len(m.params), t.len)
-	t.gt.bind(grads)
+	t.gt.Bind(grads)
 	n, r, d := c.InputTokens, c.OutputTokens, c.Dim
 	if t.fresh {
 		for l := range t.dk {

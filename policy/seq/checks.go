@@ -2,7 +2,8 @@ package seq
 
 import (
 	"fmt"
-	"math"
+
+	"github.com/ttmrobot/ttm/ttm"
 )
 
 // Programmer errors (wrong sizes, a full tape, a state of another model)
@@ -49,22 +50,12 @@ var (
 )
 
 // hashSeed starts a hash chain of hashFloats.
-const hashSeed uint64 = 14695981039346656037
+const hashSeed = ttm.HashOffset
 
 // hashFloats continues an FNV-1a 64 hash h over the little-endian bytes of
-// x (the digest ttm.HashFloats computes, chained), so equal hashes mean
-// bit-identical contents (0 and -0 differ).
-func hashFloats(h uint64, x []float32) uint64 {
-	const prime = 1099511628211
-	for _, v := range x {
-		b := math.Float32bits(v)
-		h = (h ^ uint64(b&0xff)) * prime
-		h = (h ^ uint64(b>>8&0xff)) * prime
-		h = (h ^ uint64(b>>16&0xff)) * prime
-		h = (h ^ uint64(b>>24)) * prime
-	}
-	return h
-}
+// x (ttm.HashFloatsFrom), so equal hashes mean bit-identical contents (0
+// and -0 differ).
+func hashFloats(h uint64, x []float32) uint64 { return ttm.HashFloatsFrom(h, x) }
 
 // hashInt continues h over the 8 little-endian bytes of v.
 func hashInt(h uint64, v int) uint64 {

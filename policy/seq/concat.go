@@ -3,6 +3,8 @@ package seq
 import (
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -32,16 +34,14 @@ type Concat struct {
 }
 
 type concatParams struct {
-	readLN  layerNorm
-	readMLP mlpBlock  // token_masking: d -> hidden -> r
-	encPos  []float32 // (1, r, d)
-	enc     stackParams
+	read   layer.TokenLearner // d -> hidden -> r
+	encPos []float32          // (1, r, d)
+	enc    stackParams
 }
 
-func (p *concatParams) register(t *paramTable, c Config) {
-	p.readLN.register(t, "TokenLearnerModuleV11_0/LayerNorm_0", c.Dim)
-	p.readMLP.register(t, "TokenLearnerModuleV11_0/token_masking", c.Dim, c.SummariserHidden, c.OutputTokens)
-	t.add(&p.encPos, "Encoder_0/posembed_input/pos_embedding", posInit, 1, c.OutputTokens, c.Dim)
+func (p *concatParams) register(t *layer.Table, c Config) {
+	p.read.Register(t, "TokenLearnerModuleV11_0", c.Dim, c.SummariserHidden, c.OutputTokens, layer.Zeros)
+	t.Add(&p.encPos, "Encoder_0/posembed_input/pos_embedding", layer.PosInit, 1, c.OutputTokens, c.Dim)
 	p.enc.register(t, "Encoder_0", c)
 }
 
@@ -157,21 +157,21 @@ func memStateOf(s State, c Config) *memState {
 
 // readRec is what the read keeps for the n new rows.
 type readRec struct {
-	ln     lnRec     // (n, d)
-	mlp    mlpRec    // (n, hidden)
-	logits []float32 // (n, r)
+	ln     layer.LayerNormRec // (n, d)
+	mlp    layer.MLPRec       // (n, hidden)
+	logits []float32          // (n, r)
 }
 
 func newReadRec(c Config) readRec {
-	return readRec{ln: newLNRec(c.InputTokens, c.Dim), mlp: newMLPRec(c.InputTokens, c.SummariserHidden), logits: make([]float32, c.InputTokens*c.OutputTokens)}
+	return readRec{ln: layer.NewLayerNormRec(c.InputTokens, c.Dim), mlp: layer.NewMLPRec(c.InputTokens, c.SummariserHidden), logits: make([]float32, c.InputTokens*c.OutputTokens)}
 }
 
 // logits computes the read logits (n, r) of the input rows; pack as for
 // dense.forward.
 func (m *Concat) logits(rc *readRec, input, pack []float32) {
 	c := m.cfg
-	rc.ln.forward(&m.p.readLN, input, c.InputTokens, c.Dim, float32(c.LayerNormEps))
-	rc.mlp.forward(&m.p.readMLP, rc.logits, rc.ln.out, c.InputTokens, pack)
+	rc.ln.Forward(&m.p.read.LN, input, c.InputTokens, c.Dim, float32(c.LayerNormEps))
+	rc.mlp.Forward(&m.p.read.MLP, rc.logits, rc.ln.Out, c.InputTokens, pack)
 }
 
 // read appends input and its logits (as columns) to mem and logT, whose
@@ -238,7 +238,7 @@ func (r *concatRunner) Step(s State, input, output []float32) {
 type concatTape struct {
 	m      *Concat
 	g      concatParams
-	gt     paramTable
+	gt     layer.Table
 	st     *stack
 	rec    []concatRec
 	len    int
@@ -325,7 +325,7 @@ func (t *concatTape) Forward(s State, input, output []float32) {
 func (t *concatTape) Backward(dOutput, dInput, grads []float32) {
 	m, c := t.m, t.m.cfg
 	checkBackward("concat", c, dOutput, dInput, grads, len(m.params), t.len)
-	t.gt.bind(grads)
+	t.gt.Bind(grads)
 	n, r, d := c.InputTokens, c.OutputTokens, c.Dim
 	wn := len(t.rec) * n // window rows dMem and dLogT have room for
 	if t.fresh {
@@ -358,8 +358,8 @@ func (t *concatTape) Backward(dOutput, dInput, grads []float32) {
 		}
 	}
 	clear(t.dLN)
-	rec.read.mlp.backward(&m.p.readMLP, &t.g.readMLP, t.dLN, t.dLog, rec.read.ln.out, t.dHid, t.dPre, n)
+	rec.read.mlp.Backward(&m.p.read.MLP, &t.g.read.MLP, t.dLN, t.dLog, rec.read.ln.Out, t.dHid, t.dPre, n)
 	copy(dInput, t.dMem[own*d:(own+n)*d])
-	rec.read.ln.backward(&m.p.readLN, &t.g.readLN, dInput, t.dLN, n, d)
+	rec.read.ln.Backward(&m.p.read.LN, &t.g.read.LN, dInput, t.dLN, n, d)
 	t.len--
 }

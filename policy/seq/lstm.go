@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ttmrobot/ttm/internal/layer"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -25,20 +27,20 @@ type LSTM struct {
 }
 
 type lstmParams struct {
-	inLN  layerNorm
-	x     dense // d -> 4k: W_x, b_x
-	h     dense // k -> 4k: W_h, b_h
-	out   dense // k -> r·d
-	outLN layerNorm
+	inLN  layer.LayerNorm
+	x     layer.Dense // d -> 4k: W_x, b_x
+	h     layer.Dense // k -> 4k: W_h, b_h
+	out   layer.Dense // k -> r·d
+	outLN layer.LayerNorm
 }
 
-func (p *lstmParams) register(t *paramTable, c Config) {
+func (p *lstmParams) register(t *layer.Table, c Config) {
 	d, k := c.Dim, c.LSTMHidden
-	p.inLN.register(t, "lstm/LayerNorm_0", d)
-	p.x.register(t, "lstm/cell/input", d, 4*k)
-	p.h.register(t, "lstm/cell/hidden", k, 4*k)
-	p.out.register(t, "lstm/out", k, c.OutputTokens*d)
-	p.outLN.register(t, "lstm/LayerNorm_1", d)
+	p.inLN.Register(t, "lstm/LayerNorm_0", d)
+	p.x.Register(t, "lstm/cell/input", d, 4*k, layer.Zeros)
+	p.h.Register(t, "lstm/cell/hidden", k, 4*k, layer.Zeros)
+	p.out.Register(t, "lstm/out", k, c.OutputTokens*d, layer.Zeros)
+	p.outLN.Register(t, "lstm/LayerNorm_1", d)
 }
 
 // NewLSTM allocates an LSTM for c with zero parameters.
@@ -59,7 +61,7 @@ func (m *LSTM) Init(seed uint64) {
 	m.base.Init(seed)
 	k := m.cfg.LSTMHidden
 	for i := k; i < 2*k; i++ {
-		m.p.x.bias[i] = 1
+		m.p.x.Bias[i] = 1
 	}
 }
 
@@ -111,27 +113,27 @@ func lstmStateOf(s State, k int) *lstmState {
 
 // lstmRec is one step's activations.
 type lstmRec struct {
-	pool  []float32 // (d): mean input token
-	ln    lnRec     // (1, d)
-	hPrev []float32 // (k)
-	cPrev []float32 // (k)
-	gates []float32 // (4k): σ(z_i), σ(z_f), tanh(z_g), σ(z_o)
-	tanhC []float32 // (k): tanh(c')
-	h     []float32 // (k): h'
-	proj  []float32 // (r·d): before LN_1
-	outLN lnRec     // (r, d)
-	cNext []float32 // (k)
-	pre   []float32 // (4k): pre-activations
-	preH  []float32 // (4k): the hidden product's part
+	pool  []float32          // (d): mean input token
+	ln    layer.LayerNormRec // (1, d)
+	hPrev []float32          // (k)
+	cPrev []float32          // (k)
+	gates []float32          // (4k): σ(z_i), σ(z_f), tanh(z_g), σ(z_o)
+	tanhC []float32          // (k): tanh(c')
+	h     []float32          // (k): h'
+	proj  []float32          // (r·d): before LN_1
+	outLN layer.LayerNormRec // (r, d)
+	cNext []float32          // (k)
+	pre   []float32          // (4k): pre-activations
+	preH  []float32          // (4k): the hidden product's part
 }
 
 func newLSTMRec(c Config) lstmRec {
 	d, k := c.Dim, c.LSTMHidden
 	return lstmRec{
-		pool: make([]float32, d), ln: newLNRec(1, d),
+		pool: make([]float32, d), ln: layer.NewLayerNormRec(1, d),
 		hPrev: make([]float32, k), cPrev: make([]float32, k), gates: make([]float32, 4*k),
 		tanhC: make([]float32, k), h: make([]float32, k), proj: make([]float32, c.OutputTokens*d),
-		outLN: newLNRec(c.OutputTokens, d), cNext: make([]float32, k), pre: make([]float32, 4*k), preH: make([]float32, 4*k),
+		outLN: layer.NewLayerNormRec(c.OutputTokens, d), cNext: make([]float32, k), pre: make([]float32, 4*k), preH: make([]float32, 4*k),
 	}
 }
 
@@ -152,12 +154,12 @@ func (m *LSTM) step(rc *lstmRec, s *lstmState, input, output, pack []float32) {
 	for j := range rc.pool {
 		rc.pool[j] *= inv
 	}
-	rc.ln.forward(&m.p.inLN, rc.pool, 1, d, eps)
+	rc.ln.Forward(&m.p.inLN, rc.pool, 1, d, eps)
 	copy(rc.hPrev, s.hc[:k])
 	copy(rc.cPrev, s.hc[k:])
 	z := rc.pre
-	m.p.x.forward(z, rc.ln.out, 1, pack)
-	m.p.h.forward(rc.preH, rc.hPrev, 1, pack)
+	m.p.x.Forward(z, rc.ln.Out, 1, pack)
+	m.p.h.Forward(rc.preH, rc.hPrev, 1, pack)
 	nn.Add(z, rc.preH)
 	g := rc.gates
 	for j := 0; j < k; j++ {
@@ -168,9 +170,9 @@ func (m *LSTM) step(rc *lstmRec, s *lstmState, input, output, pack []float32) {
 		rc.tanhC[j] = tanh32(cn)
 		rc.h[j] = og * rc.tanhC[j]
 	}
-	m.p.out.forward(rc.proj, rc.h, 1, pack)
-	rc.outLN.forward(&m.p.outLN, rc.proj, c.OutputTokens, d, eps)
-	copy(output, rc.outLN.out)
+	m.p.out.Forward(rc.proj, rc.h, 1, pack)
+	rc.outLN.Forward(&m.p.outLN, rc.proj, c.OutputTokens, d, eps)
+	copy(output, rc.outLN.Out)
 	copy(s.hc[:k], rc.h)
 	copy(s.hc[k:], rc.cNext)
 	s.steps++
@@ -197,7 +199,7 @@ func (r *lstmRunner) Step(s State, input, output []float32) {
 type lstmTape struct {
 	m      *LSTM
 	g      lstmParams
-	gt     paramTable
+	gt     layer.Table
 	rec    []lstmRec
 	len    int
 	dh, dc []float32 // (k): dL/d(h, c after the step being popped)
@@ -240,13 +242,13 @@ func (t *lstmTape) Forward(s State, input, output []float32) {
 func (t *lstmTape) Backward(dOutput, dInput, grads []float32) {
 	m, c := t.m, t.m.cfg
 	checkBackward("lstm", c, dOutput, dInput, grads, len(m.params), t.len)
-	t.gt.bind(grads)
+	t.gt.Bind(grads)
 	n, d, k := c.InputTokens, c.Dim, c.LSTMHidden
 	rc, p, g := &t.rec[t.len-1], &m.p, &t.g
 	// O = LN_1(h'·W_out + b_out); h' also feeds the next step (t.dh).
 	clear(t.dProj)
-	rc.outLN.backward(&p.outLN, &g.outLN, t.dProj, dOutput, c.OutputTokens, d)
-	p.out.backward(&g.out, t.dh, t.dProj, rc.h, 1)
+	rc.outLN.Backward(&p.outLN, &g.outLN, t.dProj, dOutput, c.OutputTokens, d)
+	p.out.Backward(&g.out, t.dh, t.dProj, rc.h, 1)
 	// h' = o ⊙ tanh(c'); c' = f ⊙ c + i ⊙ g; c' also feeds the next step.
 	gt := rc.gates
 	for j := 0; j < k; j++ {
@@ -261,12 +263,12 @@ func (t *lstmTape) Backward(dOutput, dInput, grads []float32) {
 	}
 	// z = x·W_x + b_x + h·W_h + b_h.
 	clear(t.dLN)
-	p.x.backward(&g.x, t.dLN, t.dz, rc.ln.out, 1)
+	p.x.Backward(&g.x, t.dLN, t.dz, rc.ln.Out, 1)
 	clear(t.dh)
-	p.h.backward(&g.h, t.dh, t.dz, rc.hPrev, 1) // to the step before
+	p.h.Backward(&g.h, t.dh, t.dz, rc.hPrev, 1) // to the step before
 	// x = LN_0(mean of the input tokens).
 	clear(t.dPool)
-	rc.ln.backward(&p.inLN, &g.inLN, t.dPool, t.dLN, 1, d)
+	rc.ln.Backward(&p.inLN, &g.inLN, t.dPool, t.dLN, 1, d)
 	inv := 1 / float32(n)
 	for i := 0; i < n; i++ {
 		row := dInput[i*d : (i+1)*d]

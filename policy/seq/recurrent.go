@@ -3,6 +3,8 @@ package seq
 import (
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -29,9 +31,9 @@ type recurrentParams struct {
 	enc     stackParams
 }
 
-func (p *recurrentParams) register(t *paramTable, c Config) {
-	t.add(&p.pos, "recurrent_pos_embed/pos_embedding", posInit, 1, c.StateTokens+c.InputTokens, c.Dim)
-	t.add(&p.readout, "readout/tokens", posInit, 1, c.OutputTokens, c.Dim)
+func (p *recurrentParams) register(t *layer.Table, c Config) {
+	t.Add(&p.pos, "recurrent_pos_embed/pos_embedding", layer.PosInit, 1, c.StateTokens+c.InputTokens, c.Dim)
+	t.Add(&p.readout, "readout/tokens", layer.PosInit, 1, c.OutputTokens, c.Dim)
 	p.enc.register(t, "Encoder_0", c)
 }
 
@@ -141,7 +143,7 @@ func (r *recurrentRunner) Step(s State, input, output []float32) {
 type recurrentTape struct {
 	m      *Recurrent
 	g      recurrentParams
-	gt     paramTable
+	gt     layer.Table
 	st     *stack
 	rec    []stackRec
 	len    int
@@ -185,7 +187,7 @@ func (t *recurrentTape) Forward(s State, input, output []float32) {
 func (t *recurrentTape) Backward(dOutput, dInput, grads []float32) {
 	m, c := t.m, t.m.cfg
 	checkBackward("recurrent", c, dOutput, dInput, grads, len(m.params), t.len)
-	t.gt.bind(grads)
+	t.gt.Bind(grads)
 	sd, nd := c.StateTokens*c.Dim, c.InputTokens*c.Dim
 	clear(t.dY)
 	copy(t.dY[:sd], t.dState)

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/layer"
 )
 
 // Independent float64 references of every model's step, written from the
@@ -87,8 +89,8 @@ func refAdd(x, y mat) {
 	}
 }
 
-func refMLP(b *mlpBlock, x mat) mat {
-	return refDense(refGELU(refDense(x, b.d0.kernel, b.d0.bias, b.d0.out)), b.d1.kernel, b.d1.bias, b.d1.out)
+func refMLP(b *layer.MLP, x mat) mat {
+	return refDense(refGELU(refDense(x, b.D0.Kernel, b.D0.Bias, b.D0.Out)), b.D1.Kernel, b.D1.Bias, b.D1.Out)
 }
 
 // refStack is the pre-LayerNorm Transformer with a mask: row i attends to
@@ -102,10 +104,10 @@ func refStack(p *stackParams, c Config, in mat, sees func(i, j int) bool) mat {
 	}
 	for l := range p.blocks {
 		b := &p.blocks[l]
-		y := refLN(x, b.ln0.scale, b.ln0.bias, c.LayerNormEps)
-		q := refDense(y, b.attn.query.kernel, b.attn.query.bias, d)
-		k := refDense(y, b.attn.key.kernel, b.attn.key.bias, d)
-		v := refDense(y, b.attn.value.kernel, b.attn.value.bias, d)
+		y := refLN(x, b.ln0.Scale, b.ln0.Bias, c.LayerNormEps)
+		q := refDense(y, b.attn.Query.Kernel, b.attn.Query.Bias, d)
+		k := refDense(y, b.attn.Key.Kernel, b.attn.Key.Bias, d)
+		v := refDense(y, b.attn.Value.Kernel, b.attn.Value.Bias, d)
 		o := make(mat, len(x))
 		for i := range x {
 			o[i] = make([]float64, d)
@@ -137,10 +139,10 @@ func refStack(p *stackParams, c Config, in mat, sees func(i, j int) bool) mat {
 				}
 			}
 		}
-		refAdd(x, refDense(o, b.attn.out.kernel, b.attn.out.bias, d))
-		refAdd(x, refMLP(&b.mlp, refLN(x, b.ln1.scale, b.ln1.bias, c.LayerNormEps)))
+		refAdd(x, refDense(o, b.attn.Out.Kernel, b.attn.Out.Bias, d))
+		refAdd(x, refMLP(&b.mlp, refLN(x, b.ln1.Scale, b.ln1.Bias, c.LayerNormEps)))
 	}
-	return refLN(x, p.norm.scale, p.norm.bias, c.LayerNormEps)
+	return refLN(x, p.norm.Scale, p.norm.Bias, c.LayerNormEps)
 }
 
 func all(i, j int) bool { return true }
@@ -259,7 +261,7 @@ func TestConcatMatchesReference(t *testing.T) {
 		for s := 0; s <= step; s++ {
 			v = append(v, toMat(inputs[s], n, d)...)
 		}
-		logits := refMLP(&m.p.readMLP, refLN(v, m.p.readLN.scale, m.p.readLN.bias, c.LayerNormEps)) // (N, r)
+		logits := refMLP(&m.p.read.MLP, refLN(v, m.p.read.LN.Scale, m.p.read.LN.Bias, c.LayerNormEps)) // (N, r)
 		z := make(mat, r)
 		for k := 0; k < r; k++ {
 			top := math.Inf(-1)
@@ -299,23 +301,23 @@ func TestLSTMMatchesReference(t *testing.T) {
 				pool[0][j] += v / float64(n)
 			}
 		}
-		x := refLN(pool, m.p.inLN.scale, m.p.inLN.bias, c.LayerNormEps)[0]
+		x := refLN(pool, m.p.inLN.Scale, m.p.inLN.Bias, c.LayerNormEps)[0]
 		z := make([]float64, 4*k)
 		for g := range z {
-			z[g] = float64(m.p.x.bias[g]) + float64(m.p.h.bias[g])
+			z[g] = float64(m.p.x.Bias[g]) + float64(m.p.h.Bias[g])
 			for j := range x {
-				z[g] += x[j] * float64(m.p.x.kernel[j*4*k+g])
+				z[g] += x[j] * float64(m.p.x.Kernel[j*4*k+g])
 			}
 			for j := range h {
-				z[g] += h[j] * float64(m.p.h.kernel[j*4*k+g])
+				z[g] += h[j] * float64(m.p.h.Kernel[j*4*k+g])
 			}
 		}
 		for j := 0; j < k; j++ {
 			cell[j] = sig(z[k+j])*cell[j] + sig(z[j])*math.Tanh(z[2*k+j])
 			h[j] = sig(z[3*k+j]) * math.Tanh(cell[j])
 		}
-		proj := refDense(mat{h}, m.p.out.kernel, m.p.out.bias, r*d)
-		return flat(refLN(toMat(flat(proj), r, d), m.p.outLN.scale, m.p.outLN.bias, c.LayerNormEps))
+		proj := refDense(mat{h}, m.p.out.Kernel, m.p.out.Bias, r*d)
+		return flat(refLN(toMat(flat(proj), r, d), m.p.outLN.Scale, m.p.outLN.Bias, c.LayerNormEps))
 	})
 }
 

@@ -2,9 +2,9 @@ package seq
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
+	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/ttm"
 )
 
@@ -84,6 +84,22 @@ func FromConfigJSON(name, configJSON string) (Model, error) {
 	return New(name, c)
 }
 
+// Load reads m's parameters from f, each tensor named prefix plus its
+// spec's name, checking presence, shape and values; every other tensor
+// that owns claims is reported as unexpected. It calls ParamsChanged.
+func Load(m Model, f *safetensors.File, prefix string, owns func(string) bool) error {
+	params := m.Params()
+	set := safetensors.Set{What: "sequence model " + m.Name() + " checkpoint", Owns: owns}
+	for _, s := range m.Specs() {
+		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: params[s.Offset : s.Offset+s.Size]})
+	}
+	if err := f.Load(set); err != nil {
+		return err
+	}
+	m.ParamsChanged()
+	return nil
+}
+
 // SetParams copies params (Specs order) into m after checking their count
 // and that every value is finite, and calls ParamsChanged.
 func SetParams(m Model, params []float32) error {
@@ -92,10 +108,8 @@ func SetParams(m Model, params []float32) error {
 		return fmt.Errorf("seq %s: %d parameters given, the configuration needs %d", m.Name(), len(params), len(dst))
 	}
 	for _, s := range m.Specs() {
-		for i, v := range params[s.Offset : s.Offset+s.Size] {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				return fmt.Errorf("seq %s: tensor %s holds %v at element %d", m.Name(), s.Name, v, i)
-			}
+		if err := safetensors.CheckFinite(s.Name, params[s.Offset:s.Offset+s.Size]); err != nil {
+			return fmt.Errorf("seq %s: %w", m.Name(), err)
 		}
 	}
 	copy(dst, params)

@@ -14,6 +14,8 @@
 // function of the step's position in the episode).
 package seq
 
+import "github.com/ttmrobot/ttm/internal/layer"
+
 // Shape is what the policy sees of a model.
 type Shape struct {
 	InputTokens  int // n
@@ -22,11 +24,7 @@ type Shape struct {
 }
 
 // TensorSpec names one tensor in a model's flat parameter slice.
-type TensorSpec struct {
-	Name         string
-	Shape        []int
-	Offset, Size int
-}
+type TensorSpec = layer.Spec
 
 // Model is one sequence model's configuration and weights. A Model is
 // read-only while Runners and Tapes use it.
@@ -70,7 +68,8 @@ type State interface {
 // concurrent use; any number of Runners may share one Model.
 type Runner interface {
 	// Step writes the step's output (r, d) from input (n, d) and advances
-	// s. NoMemory-style ablations are model variants, not a Runner flag.
+	// s. No-memory ablations are model variants ("ttm-nomem"), except the
+	// TTM's run-time switch (NoMemorySwitch).
 	Step(s State, input, output []float32)
 }
 

@@ -207,17 +207,17 @@ func TestRunnersPackWeights(t *testing.T) {
 	run, in := m.NewRunner(), randFloats(r, nd, 1)
 	out := make([]float32, rd)
 	run.Step(m.NewState(), in, out)
-	if m.p.x.packed == nil || m.p.out.packed == nil {
+	if m.p.x.Packed == nil || m.p.out.Packed == nil {
 		t.Fatal("a Runner step did not pack the weights")
 	}
-	m.p.out.kernel[0] += 1
+	m.p.out.Kernel[0] += 1
 	m.ParamsChanged()
-	if m.p.x.packed != nil {
+	if m.p.x.Packed != nil {
 		t.Fatal("ParamsChanged kept the packed weights")
 	}
 	changed := make([]float32, rd)
 	run.Step(m.NewState(), in, changed)
-	if m.p.x.packed == nil || relErr(changed, out) == 0 {
+	if m.p.x.Packed == nil || relErr(changed, out) == 0 {
 		t.Error("the step after ParamsChanged does not use the new weights")
 	}
 }

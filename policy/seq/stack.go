@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ttmrobot/ttm/internal/layer"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -21,44 +23,44 @@ import (
 
 type stackParams struct {
 	blocks []blockParams
-	norm   layerNorm
+	norm   layer.LayerNorm
 }
 
 type blockParams struct {
-	ln0  layerNorm
-	attn attention
-	ln1  layerNorm
-	mlp  mlpBlock
+	ln0  layer.LayerNorm
+	attn layer.Attention
+	ln1  layer.LayerNorm
+	mlp  layer.MLP
 }
 
 // register names the tensors as scenic's Encoder does, under path.
-func (p *stackParams) register(t *paramTable, path string, c Config) {
+func (p *stackParams) register(t *layer.Table, path string, c Config) {
 	p.blocks = make([]blockParams, c.Layers)
 	for l := range p.blocks {
 		b := &p.blocks[l]
 		bp := fmt.Sprintf("%s/encoderblock_%d", path, l)
-		b.ln0.register(t, bp+"/LayerNorm_0", c.Dim)
-		b.attn.register(t, bp+"/MultiHeadDotProductAttention_0", c.Dim, c.Heads)
-		b.ln1.register(t, bp+"/LayerNorm_1", c.Dim)
-		b.mlp.register(t, bp+"/MlpBlock_0", c.Dim, c.MLPDim, c.Dim)
+		b.ln0.Register(t, bp+"/LayerNorm_0", c.Dim)
+		b.attn.Register(t, bp+"/MultiHeadDotProductAttention_0", c.Dim, c.Heads)
+		b.ln1.Register(t, bp+"/LayerNorm_1", c.Dim)
+		b.mlp.Register(t, bp+"/MlpBlock_0", c.Dim, c.MLPDim, c.Dim, layer.Zeros)
 	}
-	p.norm.register(t, path+"/encoder_norm", c.Dim)
+	p.norm.Register(t, path+"/encoder_norm", c.Dim)
 }
 
 // stackRec is what one pass keeps for its backward pass.
 type stackRec struct {
 	blocks []blockRec
-	final  lnRec
+	final  layer.LayerNormRec
 }
 
 type blockRec struct {
-	ln0  lnRec     // on the stream entering the block
-	q    []float32 // (R, d)
-	k, v []float32 // (R, d): own keys and values, when the caller keeps none
-	att  []float32 // (H, R, Nk) on a Tape; (R, Nk) in a Runner, reused by each head
-	o    []float32 // (R, d): attention output before Wo
-	ln1  lnRec     // on the stream after the attention residual
-	mlp  mlpRec    // (R, f)
+	ln0  layer.LayerNormRec // on the stream entering the block
+	q    []float32          // (R, d)
+	k, v []float32          // (R, d): own keys and values, when the caller keeps none
+	att  []float32          // (H, R, Nk) on a Tape; (R, Nk) in a Runner, reused by each head
+	o    []float32          // (R, d): attention output before Wo
+	ln1  layer.LayerNormRec // on the stream after the attention residual
+	mlp  layer.MLPRec       // (R, f)
 }
 
 // newStackRec allocates a record for passes of R rows over up to nk keys;
@@ -69,10 +71,10 @@ func newStackRec(c Config, rows, nk int, allHeads bool) stackRec {
 	if allHeads {
 		heads = c.Heads
 	}
-	rec := stackRec{blocks: make([]blockRec, c.Layers), final: newLNRec(rows, d)}
+	rec := stackRec{blocks: make([]blockRec, c.Layers), final: layer.NewLayerNormRec(rows, d)}
 	for l := range rec.blocks {
 		rec.blocks[l] = blockRec{
-			ln0: newLNRec(rows, d), ln1: newLNRec(rows, d), mlp: newMLPRec(rows, c.MLPDim),
+			ln0: layer.NewLayerNormRec(rows, d), ln1: layer.NewLayerNormRec(rows, d), mlp: layer.NewMLPRec(rows, c.MLPDim),
 			q: make([]float32, rows*d), k: make([]float32, rows*d), v: make([]float32, rows*d),
 			att: make([]float32, heads*rows*nk), o: make([]float32, rows*d),
 		}
@@ -132,25 +134,25 @@ func (s *stack) forward(rec *stackRec, out, in []float32, rows int, ks, vs [][]f
 		if ks != nil {
 			k, v = ks[l], vs[l]
 		}
-		br.ln0.forward(&b.ln0, x, rows, d, s.eps)
-		y := br.ln0.out
-		b.attn.query.forward(br.q, y, rows, s.pack)
-		b.attn.key.forward(k[prefix*d:nk*d], y, rows, s.pack)
-		b.attn.value.forward(v[prefix*d:nk*d], y, rows, s.pack)
+		br.ln0.Forward(&b.ln0, x, rows, d, s.eps)
+		y := br.ln0.Out
+		b.attn.Query.Forward(br.q, y, rows, s.pack)
+		b.attn.Key.Forward(k[prefix*d:nk*d], y, rows, s.pack)
+		b.attn.Value.Forward(v[prefix*d:nk*d], y, rows, s.pack)
 		heads := 1
 		if s.allHeads {
 			heads = s.heads
 		}
 		br.att = grow(br.att, heads*rows*nk)
 		attend(br.o, br.att, br.q, k, v, rows, nk, d, s.heads, prefix, lim, s.allHeads)
-		b.attn.out.forward(s.z, br.o, rows, s.pack)
+		b.attn.Out.Forward(s.z, br.o, rows, s.pack)
 		nn.Add(x, s.z[:rows*d])
-		br.ln1.forward(&b.ln1, x, rows, d, s.eps)
-		br.mlp.forward(&b.mlp, s.z, br.ln1.out, rows, s.pack)
+		br.ln1.Forward(&b.ln1, x, rows, d, s.eps)
+		br.mlp.Forward(&b.mlp, s.z, br.ln1.Out, rows, s.pack)
 		nn.Add(x, s.z[:rows*d])
 	}
-	rec.final.forward(&s.p.norm, x, rows, d, s.eps)
-	copy(out[:rows*d], rec.final.out[:rows*d])
+	rec.final.Forward(&s.p.norm, x, rows, d, s.eps)
+	copy(out[:rows*d], rec.final.Out[:rows*d])
 }
 
 // backward pops a pass recorded with forward (with allHeads). Given dOut
@@ -165,20 +167,20 @@ func (s *stack) backward(rec *stackRec, g *stackParams, dIn, dOut []float32, row
 	nk := prefix + rows
 	dx := s.dx[:rows*d]
 	clear(dx)
-	rec.final.backward(&s.p.norm, &g.norm, dx, dOut, rows, d)
+	rec.final.Backward(&s.p.norm, &g.norm, dx, dOut, rows, d)
 	s.dAtt = grow(s.dAtt, s.heads*rows*nk)
 	for l := len(s.p.blocks) - 1; l >= 0; l-- {
 		b, gb, br := &s.p.blocks[l], &g.blocks[l], &rec.blocks[l]
 		// x += MLP(LN_1(x)).
 		dY := s.dY[:rows*d]
 		clear(dY)
-		br.mlp.backward(&b.mlp, &gb.mlp, dY, dx, br.ln1.out, s.dHid, s.dPre, rows)
-		br.ln1.backward(&b.ln1, &gb.ln1, dx, dY, rows, d)
+		br.mlp.Backward(&b.mlp, &gb.mlp, dY, dx, br.ln1.Out, s.dHid, s.dPre, rows)
+		br.ln1.Backward(&b.ln1, &gb.ln1, dx, dY, rows, d)
 		// x += MHA(LN_0(x)).
 		a, ga := &b.attn, &gb.attn
 		dO := s.dO[:rows*d]
 		clear(dO)
-		a.out.backward(&ga.out, dO, dx, br.o, rows)
+		a.Out.Backward(&ga.Out, dO, dx, br.o, rows)
 		k, v := br.k, br.v
 		dk, dv := s.dK[:rows*d], s.dV[:rows*d]
 		if ks != nil {
@@ -191,11 +193,11 @@ func (s *stack) backward(rec *stackRec, g *stackParams, dIn, dOut []float32, row
 		clear(dQ)
 		nn.AttentionBackward(dQ, dk, dv, s.dAtt, dO, br.att, br.q, k, v, rows, nk, d, s.heads, d, d)
 		clear(dY)
-		y := br.ln0.out
-		a.query.backward(&ga.query, dY, dQ, y, rows)
-		a.key.backward(&ga.key, dY, dk[prefix*d:nk*d], y, rows)
-		a.value.backward(&ga.value, dY, dv[prefix*d:nk*d], y, rows)
-		br.ln0.backward(&b.ln0, &gb.ln0, dx, dY, rows, d)
+		y := br.ln0.Out
+		a.Query.Backward(&ga.Query, dY, dQ, y, rows)
+		a.Key.Backward(&ga.Key, dY, dk[prefix*d:nk*d], y, rows)
+		a.Value.Backward(&ga.Value, dY, dv[prefix*d:nk*d], y, rows)
+		br.ln0.Backward(&b.ln0, &gb.ln0, dx, dY, rows, d)
 	}
 	nn.Add(dIn[:rows*d], dx)
 }

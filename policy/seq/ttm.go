@@ -21,7 +21,6 @@ import (
 type TTM struct {
 	name  string
 	model *ttm.Model
-	specs []TensorSpec
 }
 
 // ttmConfig is the ttm.Config the registry name `name` builds from c.
@@ -81,12 +80,13 @@ func WrapTTM(name string, m *ttm.Model) (*TTM, error) {
 	default:
 		return nil, fmt.Errorf("seq: %q is not a TTM variant (want ttm, ttm-nomem or erase-add)", name)
 	}
-	t := &TTM{name: name, model: m}
-	for _, s := range m.Specs {
-		t.specs = append(t.specs, TensorSpec{Name: s.Name, Shape: s.Shape, Offset: s.Offset, Size: s.Size})
-	}
-	return t, nil
+	return &TTM{name: name, model: m}, nil
 }
+
+// TTMOf adapts m as it is configured, whatever its memory mode,
+// processing unit and no_memory switch, under the name "ttm": the TTM a
+// policy runs when it names no other sequence model.
+func TTMOf(m *ttm.Model) *TTM { return &TTM{name: "ttm", model: m} }
 
 // Model is the adapted ttm.Model.
 func (t *TTM) Model() *ttm.Model { return t.model }
@@ -99,7 +99,7 @@ func (t *TTM) Shape() Shape {
 }
 
 func (t *TTM) Params() []float32   { return t.model.Params }
-func (t *TTM) Specs() []TensorSpec { return t.specs }
+func (t *TTM) Specs() []TensorSpec { return t.model.Specs }
 func (t *TTM) Init(seed uint64)    { t.model.Init(seed) }
 func (t *TTM) ParamsChanged()      { t.model.ParamsChanged() }
 
@@ -145,7 +145,25 @@ func ttmStateOf(s State) *ttmState {
 	return ts
 }
 
+// NoMemorySwitch is implemented by the Runners and Tapes of the models
+// whose memory can be switched off at run time, the TTM's: the paper's
+// no-memory ablation (ttm.Machine.NoMemory), the memory zeroed before
+// every step with the same computation. Other models' ablations are
+// models of their own ("ttm-nomem").
+type NoMemorySwitch interface {
+	SetNoMemory(on bool)
+	NoMemory() bool
+}
+
+var (
+	_ NoMemorySwitch = (*ttmRunner)(nil)
+	_ NoMemorySwitch = (*ttmTape)(nil)
+)
+
 type ttmRunner struct{ mc *ttm.Machine }
+
+func (r *ttmRunner) SetNoMemory(on bool) { r.mc.NoMemory = on }
+func (r *ttmRunner) NoMemory() bool      { return r.mc.NoMemory }
 
 func (t *TTM) NewRunner() Runner { return &ttmRunner{mc: ttm.NewMachine(t.model)} }
 
@@ -164,6 +182,9 @@ func (t *TTM) NewTape(steps int) Tape {
 }
 
 func (t *ttmTape) Reset() { t.tape.Reset() }
+
+func (t *ttmTape) SetNoMemory(on bool) { t.tape.NoMemory = on }
+func (t *ttmTape) NoMemory() bool      { return t.tape.NoMemory }
 
 func (t *ttmTape) Forward(s State, input, output []float32) {
 	t.tape.Forward(ttmStateOf(s).mem, input, output)

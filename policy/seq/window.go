@@ -3,6 +3,8 @@ package seq
 import (
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
+
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -33,9 +35,9 @@ type windowParams struct {
 	enc     stackParams
 }
 
-func (p *windowParams) register(t *paramTable, c Config) {
-	t.add(&p.pos, "window_pos_embed/pos_embedding", posInit, 1, c.Window*c.InputTokens, c.Dim)
-	t.add(&p.readout, "readout/tokens", posInit, 1, c.OutputTokens, c.Dim)
+func (p *windowParams) register(t *layer.Table, c Config) {
+	t.Add(&p.pos, "window_pos_embed/pos_embedding", layer.PosInit, 1, c.Window*c.InputTokens, c.Dim)
+	t.Add(&p.readout, "readout/tokens", layer.PosInit, 1, c.OutputTokens, c.Dim)
 	p.enc.register(t, "Encoder_0", c)
 }
 
@@ -185,7 +187,7 @@ func (r *windowRunner) Step(s State, input, output []float32) {
 type windowTape struct {
 	m     *Window
 	g     windowParams
-	gt    paramTable
+	gt    layer.Table
 	st    *stack
 	rec   []stackRec
 	lim   []int
@@ -235,7 +237,7 @@ func (t *windowTape) Forward(s State, input, output []float32) {
 func (t *windowTape) Backward(dOutput, dInput, grads []float32) {
 	m, c := t.m, t.m.cfg
 	checkBackward("window", c, dOutput, dInput, grads, len(m.params), t.len)
-	t.gt.bind(grads)
+	t.gt.Bind(grads)
 	rows, d, nd, h := m.rows(), c.Dim, c.InputTokens*c.Dim, c.Window
 	s := t.len - 1
 	clear(t.dY)

@@ -67,8 +67,8 @@ func (tr *Trainer) SaveState(path string) error {
 		n := s.st.Window.Len()
 		pr.Streams = append(pr.Streams, cursor{Episode: s.ep, Step: s.t, Visits: s.visits, Steps: s.st.Steps, Frames: n})
 		p := "stream/" + strconv.Itoa(i) + "/"
-		if s.st.Memory != nil {
-			f.Tensors[p+"memory"] = safetensors.FromFloat32(s.st.Memory.Tokens, len(s.st.Memory.Tokens))
+		if s.st.Memory() != nil {
+			f.Tensors[p+"memory"] = safetensors.FromFloat32(s.st.Memory().Tokens, len(s.st.Memory().Tokens))
 		}
 		f.Tensors[p+"prev"] = safetensors.FromFloat32(s.st.Prev, len(s.st.Prev))
 		if n > 0 {
@@ -147,7 +147,7 @@ func (tr *Trainer) LoadState(path string) error {
 		}
 		s.ep, s.t, s.visits = c.Episode, c.Step, c.Visits
 		s.st.Reset()
-		if s.st.Memory == nil {
+		if s.st.Memory() == nil {
 			// Another sequence model than the TTM: its state (a seq.State)
 			// is not saved, so the stream restarts its episode from the
 			// first step with a fresh state.
@@ -156,7 +156,7 @@ func (tr *Trainer) LoadState(path string) error {
 		}
 		s.st.Steps = c.Steps
 		p := "stream/" + strconv.Itoa(i) + "/"
-		if err := load(p+"memory", s.st.Memory.Tokens); err != nil {
+		if err := load(p+"memory", s.st.Memory().Tokens); err != nil {
 			return err
 		}
 		if err := load(p+"prev", s.st.Prev); err != nil {

@@ -60,7 +60,7 @@ func TestKnockoutResetsMemoryAtCue(t *testing.T) {
 			// The reference: reset memory and window by hand, keep the
 			// previous action and step count.
 			ref := agent.State().Clone()
-			ref.Memory.Reset()
+			ref.Memory().Reset()
 			ref.Window.Reset()
 			refAgent := NewPolicyAgent(p)
 			refAgent.State().CopyFrom(ref)

@@ -1,4 +1,4 @@
-package vision
+package layer
 
 import (
 	"math"
@@ -16,18 +16,30 @@ func randFloats(r *rand.Rand, n int, scale float64) []float32 {
 
 // tokenLearnerTestParams returns random TokenLearner parameters (not the
 // init: biases and LayerNorm affine non-trivial too).
-func tokenLearnerTestParams(r *rand.Rand, d, hidden, k int) *TokenLearnerParams {
-	return &TokenLearnerParams{
-		LNScale: randFloats(r, d, 1), LNBias: randFloats(r, d, 0.3),
-		Kernel0: randFloats(r, d*hidden, 1/math.Sqrt(float64(d))), Bias0: randFloats(r, hidden, 0.1),
-		Kernel1: randFloats(r, hidden*k, 1/math.Sqrt(float64(hidden))), Bias1: randFloats(r, k, 0.1),
+func tokenLearnerTestParams(r *rand.Rand, d, hidden, k int) *TokenLearner {
+	return &TokenLearner{
+		LN: LayerNorm{Scale: randFloats(r, d, 1), Bias: randFloats(r, d, 0.3)},
+		MLP: MLP{
+			D0: Dense{Kernel: randFloats(r, d*hidden, 1/math.Sqrt(float64(d))), Bias: randFloats(r, hidden, 0.1), In: d, Out: hidden},
+			D1: Dense{Kernel: randFloats(r, hidden*k, 1/math.Sqrt(float64(hidden))), Bias: randFloats(r, k, 0.1), In: hidden, Out: k},
+		},
 	}
+}
+
+// zeroTokenLearner returns zero parameters of the sizes given, registered
+// in a Table as a model's are.
+func zeroTokenLearner(d, hidden, k int) *TokenLearner {
+	var p TokenLearner
+	var t Table
+	p.Register(&t, "tl", d, hidden, k, MLPBias)
+	t.Allocate()
+	return &p
 }
 
 // naiveTokenLearner is TokenLearner v1.1 written out in float64, straight
 // from the definition, as the oracle for TokenLearnerForward.
 // in (n, d) -> out (k, d), weights (k, n).
-func naiveTokenLearner(in []float32, p *TokenLearnerParams, n, d, hidden, k int, eps float64) (out, weights []float64) {
+func naiveTokenLearner(in []float32, p *TokenLearner, n, d, hidden, k int, eps float64) (out, weights []float64) {
 	logits := make([]float64, n*k)
 	for i := range n {
 		x := in[i*d : i*d+d]
@@ -42,21 +54,21 @@ func naiveTokenLearner(in []float32, p *TokenLearnerParams, n, d, hidden, k int,
 		std := math.Sqrt(sq/float64(d) + eps)
 		ln := make([]float64, d)
 		for j, v := range x {
-			ln[j] = (float64(v)-mean)/std*float64(p.LNScale[j]) + float64(p.LNBias[j])
+			ln[j] = (float64(v)-mean)/std*float64(p.LN.Scale[j]) + float64(p.LN.Bias[j])
 		}
 		hid := make([]float64, hidden)
 		for o := range hidden {
-			s := float64(p.Bias0[o])
+			s := float64(p.MLP.D0.Bias[o])
 			for j := range d {
-				s += ln[j] * float64(p.Kernel0[j*hidden+o])
+				s += ln[j] * float64(p.MLP.D0.Kernel[j*hidden+o])
 			}
 			// gelu, tanh approximation (Flax's default)
 			hid[o] = 0.5 * s * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(s+0.044715*s*s*s)))
 		}
 		for o := range k {
-			s := float64(p.Bias1[o])
+			s := float64(p.MLP.D1.Bias[o])
 			for j := range hidden {
-				s += hid[j] * float64(p.Kernel1[j*k+o])
+				s += hid[j] * float64(p.MLP.D1.Kernel[j*k+o])
 			}
 			logits[i*k+o] = s
 		}
@@ -97,7 +109,7 @@ func TestTokenLearnerMatchesNaive(t *testing.T) {
 	for _, s := range []struct{ n, d, hidden, k int }{{9, 16, 8, 4}, {81, 64, 64, 8}, {100, 32, 16, 8}, {1, 8, 4, 2}} {
 		p := tokenLearnerTestParams(r, s.d, s.hidden, s.k)
 		in := randFloats(r, s.n*s.d, 2)
-		a := NewTokenLearnerActs(s.n, s.d, s.hidden, s.k)
+		a := NewTokenLearnerRec(s.n, s.d, s.hidden, s.k)
 		out := make([]float32, s.k*s.d)
 		TokenLearnerForward(out, a, in, p, 1e-6)
 		wantOut, wantW := naiveTokenLearner(in, p, s.n, s.d, s.hidden, s.k, 1e-6)
@@ -113,15 +125,18 @@ func TestTokenLearnerMatchesNaive(t *testing.T) {
 func TestTokenLearnerWeightsSumToOne(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	const n, d, hidden, k = 81, 64, 64, 8
-	h, err := NewHead(HeadConfig{FeatureChannels: 4, Dim: d, TokenLearnerHidden: hidden, Tokens: k})
-	if err != nil {
-		t.Fatal(err)
+	var init TokenLearner
+	var tab Table
+	init.Register(&tab, "tl", d, hidden, k, MLPBias)
+	flat := tab.Allocate()
+	ir := rand.New(rand.NewPCG(1, 1))
+	for _, s := range tab.Specs {
+		s.Init.Fill(flat[s.Offset:s.Offset+s.Size], ir)
 	}
-	h.Init(1)
-	for _, p := range []*TokenLearnerParams{&h.P.TokenLearner, tokenLearnerTestParams(r, d, hidden, k)} {
+	for _, p := range []*TokenLearner{&init, tokenLearnerTestParams(r, d, hidden, k)} {
 		for _, scale := range []float64{0.01, 1, 100} {
 			in := randFloats(r, n*d, scale)
-			a := NewTokenLearnerActs(n, d, hidden, k)
+			a := NewTokenLearnerRec(n, d, hidden, k)
 			out := make([]float32, k*d)
 			TokenLearnerForward(out, a, in, p, 1e-6)
 			for j := range k {
@@ -188,42 +203,35 @@ func TestTokenLearnerGradients(t *testing.T) {
 	p := tokenLearnerTestParams(r, d, hidden, k)
 	in := randFloats(r, n*d, 1)
 	dOut := randFloats(r, k*d, 1)
-	a := NewTokenLearnerActs(n, d, hidden, k)
+	a := NewTokenLearnerRec(n, d, hidden, k)
+	sc := NewTokenLearnerScratch(n, d, hidden, k)
 	out := make([]float32, k*d)
 	loss := func() float64 {
 		TokenLearnerForward(out, a, in, p, 1e-6)
 		return dot64(out, dOut)
 	}
 	loss()
-	g := &TokenLearnerParams{
-		LNScale: make([]float32, d), LNBias: make([]float32, d),
-		Kernel0: make([]float32, d*hidden), Bias0: make([]float32, hidden),
-		Kernel1: make([]float32, hidden*k), Bias1: make([]float32, k),
-	}
+	g := zeroTokenLearner(d, hidden, k)
 	dIn := make([]float32, n*d)
-	TokenLearnerBackward(dIn, g, dOut, a, in, p)
+	TokenLearnerBackward(dIn, g, dOut, a, sc, in, p)
 	gradCheck(t, "in", in, dIn, loss, 50, r)
-	gradCheck(t, "LNScale", p.LNScale, g.LNScale, loss, d, r)
-	gradCheck(t, "LNBias", p.LNBias, g.LNBias, loss, d, r)
-	gradCheck(t, "Kernel0", p.Kernel0, g.Kernel0, loss, 30, r)
-	gradCheck(t, "Bias0", p.Bias0, g.Bias0, loss, hidden, r)
-	gradCheck(t, "Kernel1", p.Kernel1, g.Kernel1, loss, 15, r)
-	gradCheck(t, "Bias1", p.Bias1, g.Bias1, loss, k, r)
+	gradCheck(t, "LN.Scale", p.LN.Scale, g.LN.Scale, loss, d, r)
+	gradCheck(t, "LN.Bias", p.LN.Bias, g.LN.Bias, loss, d, r)
+	gradCheck(t, "D0.Kernel", p.MLP.D0.Kernel, g.MLP.D0.Kernel, loss, 30, r)
+	gradCheck(t, "D0.Bias", p.MLP.D0.Bias, g.MLP.D0.Bias, loss, hidden, r)
+	gradCheck(t, "D1.Kernel", p.MLP.D1.Kernel, g.MLP.D1.Kernel, loss, 15, r)
+	gradCheck(t, "D1.Bias", p.MLP.D1.Bias, g.MLP.D1.Bias, loss, k, r)
 
 	// Without dIn the parameter gradients are the same.
 	loss()
-	g2 := &TokenLearnerParams{
-		LNScale: make([]float32, d), LNBias: make([]float32, d),
-		Kernel0: make([]float32, d*hidden), Bias0: make([]float32, hidden),
-		Kernel1: make([]float32, hidden*k), Bias1: make([]float32, k),
-	}
-	TokenLearnerBackward(nil, g2, dOut, a, in, p)
-	clear(g.LNScale)
-	clear(g.LNBias)
-	TokenLearnerBackward(make([]float32, n*d), g, dOut, a, in, p) // g.LN* now hold one pass
+	g2 := zeroTokenLearner(d, hidden, k)
+	TokenLearnerBackward(nil, g2, dOut, a, sc, in, p)
+	clear(g.LN.Scale)
+	clear(g.LN.Bias)
+	TokenLearnerBackward(make([]float32, n*d), g, dOut, a, sc, in, p) // g.LN now holds one pass
 	for j := range d {
-		if math.Abs(float64(g.LNScale[j]-g2.LNScale[j])) > 1e-5 || math.Abs(float64(g.LNBias[j]-g2.LNBias[j])) > 1e-5 {
-			t.Fatalf("LayerNorm gradients without dIn differ at %d: %v/%v vs %v/%v", j, g2.LNScale[j], g2.LNBias[j], g.LNScale[j], g.LNBias[j])
+		if math.Abs(float64(g.LN.Scale[j]-g2.LN.Scale[j])) > 1e-5 || math.Abs(float64(g.LN.Bias[j]-g2.LN.Bias[j])) > 1e-5 {
+			t.Fatalf("LayerNorm gradients without dIn differ at %d: %v/%v vs %v/%v", j, g2.LN.Scale[j], g2.LN.Bias[j], g.LN.Scale[j], g.LN.Bias[j])
 		}
 	}
 }
