@@ -77,14 +77,6 @@ type Config struct {
 	// centimetre's correction off values of order one instead of as the
 	// difference of two inputs of order one metre.
 	GeometryRelative float64 `json:"geometry_relative,omitempty"`
-	// ArmMixture, when positive, predicts the arm's displacement
-	// (world_vector x, y, z of an RT-1 layout, regressed: Bins 0) jointly,
-	// as a mixture of this many Gaussians of standard deviation
-	// ArmMixtureSigma in action units, and acts on the most probable
-	// component's mean: a demonstrated state with several displacements
-	// keeps them apart instead of averaging them.
-	ArmMixture      int     `json:"arm_mixture,omitempty"`
-	ArmMixtureSigma float64 `json:"arm_mixture_sigma,omitempty"`
 	// MemoryFiLM lets the memory steer what the policy looks for: the
 	// embedding that conditions FiLM is the instruction's plus a Dense
 	// layer (d to the language width, no bias, zeros when created) of the
@@ -122,28 +114,6 @@ const GoalLen = 3
 // GoalUnit is the goal probe's unit in metres (10 cm): the two drawers'
 // handles, 20 cm apart, are two units apart.
 const GoalUnit = 0.1
-
-// validateMixture checks ArmMixture against the action space, which must
-// be valid.
-func (c Config) validateMixture() error {
-	k, s := c.ArmMixture, c.ArmMixtureSigma
-	switch {
-	case k == 0 && s == 0:
-		return nil
-	case k < 1 || k > maxArmMixture || !(s > 0) || math.IsInf(s, 0):
-		return fmt.Errorf("policy: arm mixture of %d components of sd %v: want 1 to %d components and a positive sd, or neither", k, s, maxArmMixture)
-	}
-	sp := c.ActionSpace
-	if len(sp.Dims) != action.RT1().Len() || sp.Dims[action.DimMode].Name != "mode" {
-		return errors.New("policy: an arm mixture needs the RT-1 action layout")
-	}
-	for _, i := range []int{action.DimWorldX, action.DimWorldY, action.DimWorldZ} {
-		if sp.Dims[i].Bins != 0 {
-			return fmt.Errorf("policy: an arm mixture predicts %s, which is in %d bins: want it regressed (0 bins)", sp.Dims[i].Name, sp.Dims[i].Bins)
-		}
-	}
-	return nil
-}
 
 // TargetGeometryLen is the number of values TargetGeometry adds per point.
 const TargetGeometryLen = 3
@@ -255,9 +225,6 @@ func (s Spec) Validate() error {
 	if err := s.Policy.validateProprio(); err != nil {
 		return err
 	}
-	if err := s.Policy.validateMixture(); err != nil {
-		return err
-	}
 	if s.Policy.MemoryFiLM && s.Policy.usesSeq() {
 		return fmt.Errorf("policy: memory_film feeds the TTM's output back into FiLM; sequence model %q is not the TTM", s.Policy.Model)
 	}
@@ -365,8 +332,6 @@ func Presets() map[string]Spec {
 	// small-probe: small-recall with a goal probe (GoalProbe).
 	// small-prior: small-probe whose target and destination keypoints
 	// also read where the memory puts them (MemoryPrior).
-	// small-mixture: small-target whose arm displacement is a mixture of
-	// 4 components of sd 0.25 action units (1.25 cm), see ArmMixture.
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
 	return map[string]Spec{
@@ -417,12 +382,6 @@ func Presets() map[string]Spec {
 		"small-prior": {
 			Policy: Config{Preset: "small-prior", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
-			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
-			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
-		},
-		"small-mixture": {
-			Policy: Config{Preset: "small-mixture", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
-				ArmMixture: 4, ArmMixtureSigma: 0.25},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
@@ -482,9 +441,6 @@ func ParseConfig(b []byte) (Config, error) {
 	}
 	if err := c.ActionSpace.Validate(); err != nil {
 		return Config{}, err
-	}
-	if err := c.validateMixture(); err != nil {
-		return Config{}, fmt.Errorf("policy config: %w", err)
 	}
 	return c, nil
 }

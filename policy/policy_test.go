@@ -253,12 +253,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall", "small-probe", "small-prior"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-recall", "small-probe", "small-prior"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall", "small-probe", "small-prior": // colour patches and the hidden stage in the front end
+		case "small-keypoints", "small-proprio", "small-target", "small-recall", "small-probe", "small-prior": // colour patches and the hidden stage in the front end
 			var err error
 			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
