@@ -28,13 +28,12 @@ func init() {
 // trainFiles are the files a training run writes beside its checkpoint.
 type trainFiles struct {
 	ckpt, backbone, state, log, curve string
-	average                           string // the weights' moving average (--ema)
 }
 
 func newTrainFiles(out string) trainFiles {
 	base := strings.TrimSuffix(out, filepath.Ext(out))
 	return trainFiles{ckpt: out, backbone: base + ".backbone.onnx", state: base + ".trainstate.safetensors",
-		log: base + ".train.json", curve: base + ".curve.png", average: base + ".ema" + filepath.Ext(out)}
+		log: base + ".train.json", curve: base + ".curve.png"}
 }
 
 // trainLog is the JSON log: the run's settings and learning curve.
@@ -101,9 +100,7 @@ func runTrain(env *environment, args []string) error {
 	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
 	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
 	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-probe preset and the simulator's datasets); 0: none")
-	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: after --geometry-own-from of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
-	ema := fl.Float64("ema", 0, "also keep an exponential moving average of the weights with this decay per update (0.999: about the last 1000 updates), written beside the checkpoint as NAME.ema.safetensors; 0: none")
-	geometryOwnFrom := fl.Float64("geometry-own-from", def.GeometryOwnFrom, "with --geometry-own: the share of the updates, in [0, 1), that read labels only before the own keypoints come in")
+	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: over the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
@@ -142,7 +139,7 @@ func runTrain(env *environment, args []string) error {
 	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
 	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
 	cfg.GeometryLabels, cfg.CensorBounds = *geometryLabels, *censorBounds
-	cfg.GeometryOwn, cfg.GeometryOwnFrom, cfg.GoalWeight, cfg.EMA = *geometryOwn, *geometryOwnFrom, *goalWeight, *ema
+	cfg.GeometryOwn, cfg.GoalWeight = *geometryOwn, *goalWeight
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
@@ -223,13 +220,6 @@ func runTrain(env *environment, args []string) error {
 	checkpoint := func(tr *train.Trainer) error {
 		if err := p.SaveAs(files.ckpt, backbone); err != nil {
 			return fmt.Errorf("save checkpoint: %w", err)
-		}
-		if cfg.EMA > 0 {
-			// Before the state: a state on disk always has its checkpoints.
-			err := tr.WithAverage(func() error { return p.SaveAs(files.average, backbone) })
-			if err != nil {
-				return fmt.Errorf("save moving average: %w", err)
-			}
 		}
 		if err := tr.SaveState(files.state); err != nil {
 			return fmt.Errorf("save training state: %w", err)

@@ -5,7 +5,6 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -57,14 +56,14 @@ func TestTrainCommand(t *testing.T) {
 	ckpt := filepath.Join(out, "p.safetensors")
 	args := func(steps string) []string {
 		return []string{"train", "--data", data, "--preset", "small", "--out", ckpt, "--steps", steps, "--batch", "2",
-			"--window", "4", "--log-every", "2", "--checkpoint-every", "2", "--ema", "0.5"}
+			"--window", "4", "--log-every", "2", "--checkpoint-every", "2"}
 	}
 	code, _, stderr := runCmd(t, args("4")...)
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
 	}
 	files := newTrainFiles(ckpt)
-	for _, f := range []string{files.ckpt, files.backbone, files.state, files.log, files.curve, files.average} {
+	for _, f := range []string{files.ckpt, files.backbone, files.state, files.log, files.curve} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("train did not write %s", f)
 		}
@@ -98,21 +97,11 @@ func TestTrainCommand(t *testing.T) {
 			t.Errorf("%s: keypoint labels %v, want [steps %d]", path, k.Shape, sim.KeypointLabelLen)
 		}
 	}
-	// The checkpoint and the moving average load with their backbone, as
-	// the node would load them, and hold different weights.
-	var weights [2][]float32
-	for i, path := range []string{ckpt, files.average} {
-		p, err := policy.Load(path, policy.Options{})
-		if err != nil {
-			t.Fatalf("trained checkpoint: %v", err)
-		}
-		for _, g := range p.Groups() {
-			weights[i] = append(weights[i], g.Params...)
-		}
+	// The checkpoint loads with its backbone, as the node would load it.
+	if p, err := policy.Load(ckpt, policy.Options{}); err != nil {
+		t.Fatalf("trained checkpoint: %v", err)
+	} else {
 		p.Close()
-	}
-	if slices.Equal(weights[0], weights[1]) {
-		t.Errorf("%s holds the checkpoint's weights, not their moving average", files.average)
 	}
 
 	code, _, stderr = runCmd(t, args("6")...)
@@ -161,7 +150,6 @@ func TestTrainUsageErrors(t *testing.T) {
 		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "1", "--keypoint-sigma", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--label-sigma", "-1"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--goal-weight", "-1"},
-		{"train", "--data", "d", "--out", "x.safetensors", "--ema", "1"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
