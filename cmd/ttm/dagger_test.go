@@ -315,14 +315,8 @@ func TestRecordDAggerUsage(t *testing.T) {
 		{"negative beta", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--beta", "-0.1", "--out", dir}, "--beta -0.1"},
 		{"label with ros", []string{"record", "--ros", "--label", "expert", "--out", "x.bag"}, "--label does not apply to --ros"},
 		{"expert noise", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--noise", "0.1", "--out", dir}, "are for --experts"},
-		{"miss for a policy", []string{"record", "--policy", "x.safetensors", "--miss", "0.3", "--out", dir}, "are for --experts"},
-		{"miss above 1", []string{"record", "--experts", "--miss", "1.5", "--out", dir}, "--miss 1.5"},
-		{"miss NaN", []string{"record", "--experts", "--miss", "NaN", "--out", dir}, "--miss NaN"},
-		{"miss with ros", []string{"record", "--ros", "--miss", "0.3", "--out", "x.bag"}, "--miss does not apply to --ros"},
-		{"drop for a policy", []string{"record", "--policy", "x.safetensors", "--drop", "0.3", "--out", dir}, "are for --experts"},
-		{"negative drop", []string{"record", "--experts", "--drop", "-0.5", "--out", dir}, "--drop -0.5"},
-		{"slow sweep above 1", []string{"record", "--experts", "--slow-sweep", "2", "--out", dir}, "--slow-sweep 2"},
-		{"slow sweep for a policy", []string{"record", "--policy", "x.safetensors", "--slow-sweep", "0.3", "--out", dir}, "are for --experts"},
+		{"pause for a policy", []string{"record", "--policy", "x.safetensors", "--pause", "0.3", "--out", dir}, "are for --experts"},
+		{"pause with ros", []string{"record", "--ros", "--pause", "0.3", "--out", "x.bag"}, "--pause does not apply to --ros"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, _, stderr := runCmd(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.want) {
