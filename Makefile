@@ -72,7 +72,7 @@ bench: build
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
-DEMO_POLICY ?= launch/checkpoints/small-recall-ngrams-own/policy.safetensors
+DEMO_POLICY ?= launch/checkpoints/families/policy.safetensors
 DEMO_RATE ?= 3
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1
