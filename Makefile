@@ -66,7 +66,7 @@ bench: build
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
-# end), the policy node on DEMO_POLICY (the committed small-recall-ngrams-own
+# end), the policy node on DEMO_POLICY (the committed small-memory-film-ngrams-own
 # checkpoint, trained in Go: README, Training; a fresh, untrained small policy when the
 # file does not exist) and the simulator node it drives over ROS.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
@@ -89,7 +89,7 @@ demo: build
 # learning curve.
 # The defaults are the committed checkpoint's recipe (README, Training,
 # sessions 20-23): 300 DART episodes of each of the five families,
-# small-recall (small-target with memory-steered FiLM) with keypoint
+# small-memory-film (small-geometry with memory-steered FiLM) with keypoint
 # supervision, geometry labels, censored bounds and word 3-grams, 10000
 # updates of 16 windows of 16 steps at a peak learning rate of 1.5e-3 in
 # which, over the second half, half the windows read the policy's own
@@ -101,7 +101,7 @@ TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
 TRAIN_STEPS ?= 10000
-TRAIN_PRESET ?= small-recall
+TRAIN_PRESET ?= small-memory-film
 TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds --window 16 --batch 16 --word-ngrams 3 --geometry-own 0.5 --lr 1.5e-3 --seed 3
 train: build
 	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
@@ -116,7 +116,7 @@ eval: build
 # with and without memory on a family and its memory task, each trained
 # with the goal probe and evaluated the way it was trained, about 50 min
 # (two 4000-update trainings one after the other, about 22 min each;
-# MEMORY_ARGS="--preset small-recall --keypoint-weight 1 --geometry-labels
+# MEMORY_ARGS="--preset small-memory-film --keypoint-weight 1 --geometry-labels
 # --censor-bounds --steps 2000 --window 16 --batch 16" is session 15's,
 # without the probe).
 # MEMORY_TASKS=pick,cue_pick MEMORY_EPISODES=1000 is session 17's cue_pick
@@ -124,7 +124,7 @@ eval: build
 MEMORY_TASKS ?= drawer,pointed_drawer
 MEMORY_EPISODES ?= 300
 MEMORY_DIR ?= bin/memory
-MEMORY_ARGS ?= --preset small-probe --goal-weight 0.2 --keypoint-weight 1 --geometry-labels --censor-bounds --steps 4000 --window 16 --batch 16
+MEMORY_ARGS ?= --preset small-goal-probe --goal-weight 0.2 --keypoint-weight 1 --geometry-labels --censor-bounds --steps 4000 --window 16 --batch 16
 memory: build
 	$(BIN) record --experts --tasks $(MEMORY_TASKS) --episodes $(MEMORY_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels --out $(MEMORY_DIR)/data
 	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --out $(MEMORY_DIR)/memory/policy.safetensors

@@ -163,7 +163,7 @@ func TestLearnerGradients(t *testing.T) {
 					s.Policy.Padding = 0
 				}
 			}
-			if tc.proprio { // with the regressed arm of small-target
+			if tc.proprio { // with the regressed arm of small-geometry
 				edit = func(s *Spec) {
 					s.Policy.Proprio, s.Policy.ActionSpace = action.ArmProprio, action.RT1ContinuousArm()
 					s.Policy.MemoryFiLM, s.Policy.GoalProbe = tc.memoryFiLM, tc.goalProbe

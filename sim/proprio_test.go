@@ -7,13 +7,13 @@ import (
 	"github.com/ttmrobot/ttm/policy"
 )
 
-// TestTargetGeometryMatchesHeadcam: the small-target preset's camera
+// TestTargetGeometryMatchesHeadcam: the small-geometry preset's camera
 // calibration is the simulator's headcam: a point on the counter-height
 // plane, projected by the renderer's camera (ImagePoint) and back-projected
 // by the preset's geometry, comes back to where it was in the base frame,
 // for bases at several poses.
 func TestTargetGeometryMatchesHeadcam(t *testing.T) {
-	spec, err := policy.Preset("small-target")
+	spec, err := policy.Preset("small-geometry")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,14 +39,14 @@ func TestTargetGeometryMatchesHeadcam(t *testing.T) {
 }
 
 // TestTargetLabelsBackproject: the target and destination labels, back-
-// projected by the small-target preset's camera geometry, are where the
+// projected by the small-geometry preset's camera geometry, are where the
 // goal's object (a drawer goal: its handle) and its destination stand in
 // the base frame, over every task's expert episodes: objects standing,
 // fallen or held, handles, spots. The destination is labelled only for
 // the goals that have one, and neither point where the frame cannot show
 // it (a memory task's cue gone).
 func TestTargetLabelsBackproject(t *testing.T) {
-	spec, err := policy.Preset("small-target")
+	spec, err := policy.Preset("small-geometry")
 	if err != nil {
 		t.Fatal(err)
 	}

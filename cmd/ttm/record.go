@@ -61,7 +61,7 @@ func runRecord(env *environment, args []string) error {
 	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
 	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
 	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
-	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-recall)")
+	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-memory-film)")
 	if err := parseFlags(fl, ros.Rest, false); err != nil {
 		return err
 	}

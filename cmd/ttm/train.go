@@ -98,8 +98,8 @@ func runTrain(env *environment, args []string) error {
 	keypointSigma := fl.Float64("keypoint-sigma", vision.DefaultKeypointSigma, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
 	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
 	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
-	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
-	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-probe preset and the simulator's datasets); 0: none")
+	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-geometry) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
+	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-goal-probe preset and the simulator's datasets); 0: none")
 	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: over the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err

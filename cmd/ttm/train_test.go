@@ -157,14 +157,14 @@ func TestTrainUsageErrors(t *testing.T) {
 	}
 }
 
-// TestTrainGoalProbe trains the small-probe preset's goal probe on
+// TestTrainGoalProbe trains the small-goal-probe preset's goal probe on
 // recorded bags: each episode's start goal comes from the simulator and
 // its loss is logged; a preset without a probe refuses the weight.
 func TestTrainGoalProbe(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	recordTinyDataset(t, data, 2)
 	ckpt := filepath.Join(out, "probe.safetensors")
-	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-probe", "--goal-weight", "1", "--out", ckpt,
+	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-goal-probe", "--goal-weight", "1", "--out", ckpt,
 		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)

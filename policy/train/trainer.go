@@ -203,7 +203,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	}
 	if cfg.GoalWeight > 0 {
 		if !spec.Policy.GoalProbe {
-			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-probe preset)")
+			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-goal-probe preset)")
 		}
 		goals := 0
 		for _, e := range eps {
@@ -217,7 +217,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		log.Info("goal probe", "weight", cfg.GoalWeight, "episodes_with_goal", goals, "episodes", len(eps))
 	}
 	if cfg.GeometryLabels && (spec.Policy.TargetGeometry == nil || labelled == 0) {
-		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-target preset) and episodes with keypoint labels")
+		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-geometry preset) and episodes with keypoint labels")
 	}
 	for range cfg.Workers {
 		l := policy.NewLearner(p, cfg.Window, featLen/c)
