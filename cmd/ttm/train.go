@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -68,10 +67,10 @@ type datasetUse struct {
 
 func runTrain(env *environment, args []string) error {
 	def := train.DefaultConfig()
-	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset small|robot|robot-b3 [--model NAME] --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
+	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset NAME [--model NAME] --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
 	data := fl.String("data", "", "dataset `folders` separated by commas (index.json and episode bags, from ttm record); "+
 		"failed episodes are skipped unless --all-episodes, except expert-labelled ones (ttm record --label expert)")
-	preset := fl.String("preset", "small", "policy preset for fresh weights (ignored with --init or when resuming)")
+	preset := fl.String("preset", "small", "policy preset for fresh weights: "+strings.Join(policy.PresetNames(), ", ")+" (ignored with --init or when resuming)")
 	model := fl.String("model", "", "sequence model of fresh weights: "+strings.Join(seq.Names(), ", ")+
 		" (default ttm; with --init or when resuming it must match the checkpoint's)")
 	out := fl.String("out", "", "checkpoint `file` to write; its training state, JSON log and learning curve go beside it")
@@ -80,27 +79,17 @@ func runTrain(env *environment, args []string) error {
 	batch := fl.Int("batch", def.Batch, "windows per update")
 	window := fl.Int("window", def.Window, "steps per window (truncated backpropagation through time)")
 	lr := fl.Float64("lr", def.LR, "peak learning rate")
-	warmup := fl.Int("warmup", def.Warmup, "warm-up updates")
-	wd := fl.Float64("weight-decay", def.WeightDecay, "AdamW weight decay (kernels only)")
-	clip := fl.Float64("clip", def.ClipNorm, "global gradient norm bound (0: none)")
 	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
-	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions); default: the preset's, blind for small-keypoints")
-	wordNGrams := fl.Int("word-ngrams", 0, "fresh weights: the longest run of consecutive words the instruction encoder hashes as one more piece (language.Config.WordNGrams; 2 or more tells \"move A near B\" from \"move B near A\"); default: the preset's, words only")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step")
 	taskNames := fl.String("tasks", "all", "train on these tasks' episodes of the datasets only: all, families, memory, or names separated by commas")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
-	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile of the updates (not the data loading) to this `file`, for go tool pprof")
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
-	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
-	keypointSigma := fl.Float64("keypoint-sigma", vision.DefaultKeypointSigma, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
-	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
-	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
-	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-geometry) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
-	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-goal-probe preset and the simulator's datasets); 0: none")
-	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: over the second half of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
+	keypointWeight := fl.Float64("keypoint-weight", train.DefaultKeypointWeight, "weight of the keypoint supervision (the simulator's hand, target and destination image points), for a head with a keypoint token; 0: none")
+	geometryOwn := fl.Float64("geometry-own", train.DefaultGeometryOwn, "for a policy with target geometry, which trains on the labelled points' back-projection: over the second half of the updates, the share of windows that read the policy's own keypoints instead")
+	goalWeight := fl.Float64("goal-weight", train.DefaultGoalWeight, "weight of the goal probe's loss (where the goal stood at the episode's start; the simulator's datasets), for a policy with a goal probe; 0: none")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
@@ -134,13 +123,27 @@ func runTrain(env *environment, args []string) error {
 	if *logEvery < 1 || *ckptEvery < 1 {
 		return fmt.Errorf("%w: --log-every and --checkpoint-every must be positive", errUsage)
 	}
-	cfg := def // the loss shaping (mode gating, label smoothing) as the recipe has it
-	cfg.Steps, cfg.Batch, cfg.Window, cfg.LR, cfg.Warmup = *steps, *batch, *window, *lr, *warmup
-	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
-	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
-	cfg.GeometryLabels, cfg.CensorBounds = *geometryLabels, *censorBounds
-	cfg.GeometryOwn, cfg.GoalWeight = *geometryOwn, *goalWeight
-	if err := cfg.Validate(); err != nil {
+	// withFlags is c with the settings the command line gives; the
+	// auxiliary losses' weights only where given, ConfigFor's otherwise.
+	withFlags := func(c train.Config) train.Config {
+		c.Steps, c.Batch, c.Window, c.LR = *steps, *batch, *window, *lr
+		c.Seed, c.Workers, c.NoMemory = *seed, *workers, *noMemory
+		if given["keypoint-weight"] {
+			c.KeypointWeight, c.KeypointSigma = *keypointWeight, vision.DefaultKeypointSigma
+		}
+		if given["geometry-own"] {
+			c.GeometryOwn = *geometryOwn
+		}
+		if given["goal-weight"] {
+			c.GoalWeight = *goalWeight
+		}
+		return c
+	}
+	// The flags' ranges, before any file is written (the policy's parts
+	// are known once it is loaded).
+	check := withFlags(train.DefaultConfig())
+	check.GeometryLabels = true
+	if err := check.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	files := newTrainFiles(*out)
@@ -163,12 +166,6 @@ func runTrain(env *environment, args []string) error {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 		spec.Policy.Model = *model
-		if given["blind-actions"] {
-			spec.Policy.BlindActions = *blindActions
-		}
-		if given["word-ngrams"] {
-			spec.Language.WordNGrams = *wordNGrams
-		}
 		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
 			return err
 		}
@@ -178,11 +175,9 @@ func runTrain(env *environment, args []string) error {
 		return err
 	}
 	defer p.Close()
-	if given["blind-actions"] && *blindActions != p.Spec().Policy.BlindActions {
-		return fmt.Errorf("%w: --blind-actions=%v, but %s has blind_actions %v", errUsage, *blindActions, start, p.Spec().Policy.BlindActions)
-	}
-	if given["word-ngrams"] && *wordNGrams != p.Spec().Language.WordNGrams {
-		return fmt.Errorf("%w: --word-ngrams %d, but %s has word_ngrams %d", errUsage, *wordNGrams, start, p.Spec().Language.WordNGrams)
+	cfg := withFlags(train.ConfigFor(p.Spec()))
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if *model != "" && *model != p.ModelName() {
 		return fmt.Errorf("%w: --model %s, but %s runs the sequence model %s", errUsage, *model, start, p.ModelName())
@@ -251,17 +246,6 @@ func runTrain(env *environment, args []string) error {
 			close(stop)
 		}
 	}()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile %s: %w", *cpuProfile, err)
-		}
-		defer pprof.StopCPUProfile()
-	}
 	began := time.Now()
 	if err := tr.Run(*logEvery, *ckptEvery, checkpoint, stop); err != nil {
 		return err

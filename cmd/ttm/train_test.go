@@ -147,8 +147,9 @@ func TestTrainUsageErrors(t *testing.T) {
 		{"train", "--data", "d"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--batch", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--window", "100"},
-		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "1", "--keypoint-sigma", "0"},
-		{"train", "--data", "d", "--out", "x.safetensors", "--label-sigma", "-1"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "-1"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--geometry-own", "2"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--lr", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--goal-weight", "-1"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
@@ -189,14 +190,15 @@ func TestTrainGoalProbe(t *testing.T) {
 	}
 }
 
-// TestTrainKeypoints trains the small-keypoints preset with keypoint
-// supervision on recorded bags: the labels travel from the recorder
-// through the feature cache to the loss, logged beside it.
+// TestTrainKeypoints trains the small-keypoints preset on recorded bags,
+// with the keypoint supervision its keypoint token gets by default: the
+// labels travel from the recorder through the feature cache to the loss,
+// logged beside it.
 func TestTrainKeypoints(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	recordTinyDataset(t, data, 2)
 	ckpt := filepath.Join(out, "kp.safetensors")
-	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--keypoint-weight", "1", "--out", ckpt,
+	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--out", ckpt,
 		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
@@ -214,25 +216,13 @@ func TestTrainKeypoints(t *testing.T) {
 			t.Errorf("update %d: keypoint loss %v, want > 0", r.Step, r.KeypointLoss)
 		}
 	}
-	// The preset feeds the action tokens zeros unless told otherwise.
+	// The preset feeds the action tokens zeros.
 	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Spec().Policy.BlindActions {
-		t.Error("small-keypoints without --blind-actions is not blind")
-	}
-	p.Close()
-	sighted := filepath.Join(out, "sighted.safetensors")
-	if code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--blind-actions=false", "--out", sighted,
-		"--steps", "1", "--batch", "2", "--window", "4"); code != 0 {
-		t.Fatalf("train --blind-actions=false: exit %d: %s", code, stderr)
-	}
-	if p, err = policy.Load(sighted, policy.Options{NoBackbone: true}); err != nil {
-		t.Fatal(err)
-	}
-	if p.Spec().Policy.BlindActions {
-		t.Error("small-keypoints with --blind-actions=false is blind")
+		t.Error("small-keypoints is not blind")
 	}
 	p.Close()
 	// Without a keypoint token the supervision is refused.

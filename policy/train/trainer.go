@@ -71,10 +71,40 @@ type Config struct {
 	GoalWeight float64 `json:"goal_weight,omitempty"`
 }
 
-// DefaultConfig is the small preset's recipe.
+// DefaultConfig is the recipe every policy trains with: 16 windows of 16
+// steps per update, the mode-gated loss with binned labels spread over 2
+// bins, and regressed labels at a bound of their range censored.
 func DefaultConfig() Config {
-	return Config{Steps: 3000, Batch: 32, Window: 8, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
-		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2}
+	return Config{Steps: 3000, Batch: 16, Window: 16, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
+		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2, CensorBounds: true}
+}
+
+// Auxiliary losses' weights, the defaults of a policy that has their part
+// (ConfigFor).
+const (
+	DefaultKeypointWeight = 1   // a vision head with a keypoint token
+	DefaultGeometryOwn    = 0.5 // target geometry
+	DefaultGoalWeight     = 0.2 // a goal probe
+)
+
+// ConfigFor is DefaultConfig with the auxiliary losses of the parts spec's
+// policy has: the keypoint supervision (DefaultKeypointWeight, Gaussian
+// targets vision.DefaultKeypointSigma cells wide) for a head with a
+// keypoint token; for target geometry, geometry labels of which
+// DefaultGeometryOwn of the windows read the policy's own keypoints
+// instead; the goal probe's loss (DefaultGoalWeight) for a policy with one.
+func ConfigFor(spec policy.Spec) Config {
+	c := DefaultConfig()
+	if spec.Vision.Head.Keypoints {
+		c.KeypointWeight, c.KeypointSigma = DefaultKeypointWeight, vision.DefaultKeypointSigma
+	}
+	if spec.Policy.TargetGeometry != nil {
+		c.GeometryLabels, c.GeometryOwn = true, DefaultGeometryOwn
+	}
+	if spec.Policy.GoalProbe {
+		c.GoalWeight = DefaultGoalWeight
+	}
+	return c
 }
 
 // Validate reports the first unusable field.
