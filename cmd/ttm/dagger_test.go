@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/policy/dataset"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -242,7 +243,7 @@ func TestTrainDAggerDatasets(t *testing.T) {
 	if err := json.Unmarshal(b, &lg); err != nil {
 		t.Fatalf("JSON log: %v", err)
 	}
-	want := []datasetUse{
+	want := []dataset.Use{
 		{Dir: experts, Indexed: 2, Episodes: 2, Steps: steps(experts)},
 		{Dir: dagger, Indexed: 2, Episodes: 2, Steps: 24, ExpertLabelled: 2, FailedKept: 2},
 		{Dir: rollouts, Indexed: 1, Skipped: 1},
@@ -272,7 +273,7 @@ func TestTrainDAggerDatasets(t *testing.T) {
 		t.Fatalf("train --cache: exit %d: %s", code, stderr)
 	}
 	for _, d := range []string{experts, dagger} {
-		if got, _ := filepath.Glob(filepath.Join(cache, datasetCacheName(d), "*", "*.safetensors")); len(got) != 2 {
+		if got, _ := filepath.Glob(filepath.Join(cache, dataset.CacheName(d), "*", "*.safetensors")); len(got) != 2 {
 			t.Errorf("shared cache for %s holds %v, want 2 episodes", d, got)
 		}
 	}
