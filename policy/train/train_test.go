@@ -762,3 +762,40 @@ func TestBalanceWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigFor: each preset gets the auxiliary losses of the parts it
+// has, and DefaultConfig's settings otherwise.
+func TestConfigFor(t *testing.T) {
+	for _, tc := range []struct {
+		preset           string
+		keypoint, goal   float64
+		geometry         bool
+		geometryOwnShare float64
+	}{
+		{"small", 0, 0, false, 0},
+		{"robot", 0, 0, false, 0},
+		{"small-keypoints", 1, 0, false, 0},
+		{"small-proprio", 1, 0, false, 0},
+		{"small-geometry", 1, 0, true, 0.5},
+		{"small-memory-film", 1, 0, true, 0.5},
+		{"small-goal-probe", 1, 0.2, true, 0.5},
+		{"small-memory-prior", 1, 0.2, true, 0.5},
+	} {
+		spec, err := policy.Preset(tc.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ConfigFor(spec)
+		want := DefaultConfig()
+		want.KeypointWeight, want.GoalWeight, want.GeometryLabels, want.GeometryOwn = tc.keypoint, tc.goal, tc.geometry, tc.geometryOwnShare
+		if tc.keypoint > 0 {
+			want.KeypointSigma = 0.5
+		}
+		if c != want {
+			t.Errorf("%s: %+v, want %+v", tc.preset, c, want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.preset, err)
+		}
+	}
+}
