@@ -305,18 +305,21 @@ func (s Spec) Validate() error {
 // numbers), also relative to the hand in the arm action's unit
 // (sim.ArmScale, 5 cm).
 //
-// small-memory-film: small-geometry's policy whose FiLM also reads the
-// previous step's TTM output (MemoryFiLM), with an instruction encoder
-// that also hashes runs of up to 3 words (language.Config.WordNGrams). The
-// families checkpoint's preset.
+// small-memory-film: that stage, the regressed arm, the proprioception
+// token with target geometry, FiLM that also reads the previous step's TTM
+// output (MemoryFiLM), and an instruction encoder that also hashes runs of
+// up to 3 words (language.Config.WordNGrams). The families checkpoint's
+// preset.
 //
-// small-goal-probe: small-geometry's policy with MemoryFiLM and a goal
-// probe on the TTM output (GoalProbe), words hashed one at a time. The
-// memory twins' preset.
+// small-goal-probe: that stage, the regressed arm, the proprioception
+// token with target geometry, MemoryFiLM, and a goal probe on the TTM
+// output (GoalProbe); words hashed one at a time. The memory twins'
+// preset.
 //
-// small-memory-prior: small-geometry's policy with MemoryFiLM, the goal
-// probe, the memory's prior over where the target and destination
-// keypoints are (MemoryPrior), and word 3-grams. The cue twins' preset.
+// small-memory-prior: that stage, the regressed arm, the proprioception
+// token with target geometry, MemoryFiLM, the goal probe, the memory's
+// prior over where the target and destination keypoints are
+// (MemoryPrior), and word 3-grams. The cue twins' preset.
 func Presets() map[string]Spec {
 	robotTTM, _ := ttm.Preset("robot")
 	robotVision := vision.DefaultConfig(1280)
