@@ -30,7 +30,7 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build), then the skipped tests"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train the committed checkpoint's recipe, 28-29 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
+	@echo "make train   record expert demonstrations and train the families checkpoint's recipe, about 30 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
 	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
 	@echo "make soak    the node under load for SOAK (default 10m)"
@@ -81,13 +81,13 @@ bench: build setup-test
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
-# end), the policy node on DEMO_POLICY (the committed small-recall-ngrams-own
-# checkpoint, trained in Go: README, Training; a fresh, untrained small policy when the
+# end), the policy node on DEMO_POLICY (the committed families checkpoint,
+# trained in Go by make train; a fresh, untrained small policy when the
 # file does not exist) and the simulator node it drives over ROS.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
-DEMO_POLICY ?= launch/checkpoints/small-recall-ngrams-own/policy.safetensors
+DEMO_POLICY ?= launch/checkpoints/families/policy.safetensors
 DEMO_RATE ?= 3
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1
@@ -102,21 +102,20 @@ demo: build
 # TRAIN_DIR holds the dataset (bags + index.json + the feature cache), the
 # checkpoint, its training state (a rerun resumes), the JSON log and the
 # learning curve.
-# The defaults are the committed checkpoint's recipe (README, Training):
-# 300 DART episodes of each of the five families,
-# small-recall (small-target with memory-steered FiLM) with keypoint
-# supervision, geometry labels, censored bounds and word 3-grams, 10000
-# updates of 16 windows of 16 steps at a peak learning rate of 1.5e-3 in
-# which, over the second half, half the windows read the policy's own
-# keypoints (--geometry-own 0.5); training seed 3 (the seed also draws the
-# random backbone), the best of the four seeds of this recipe.
-# 28-29 min on two cores: 2-3 to encode the frames, 25-27 to train.
+# The defaults are the recipe of the committed families checkpoint
+# (launch/checkpoints/families): 300 DART episodes of each of the five task
+# families, the small-memory-film preset with ttm train's defaults for it
+# (keypoint supervision, geometry labels of which half the windows read the
+# policy's own keypoints over the second half of the run, censored bounds,
+# 16 windows of 16 steps), 10000 updates at a peak learning rate of 1.5e-3,
+# training seed 3 (the seed also draws the random backbone). About 30 min
+# on two cores: a few to encode the frames, the rest to train.
 TRAIN_DIR ?= bin/train
 TRAIN_TASKS ?= families
 TRAIN_EPISODES ?= 300
 TRAIN_STEPS ?= 10000
-TRAIN_PRESET ?= small-recall
-TRAIN_ARGS ?= --keypoint-weight 1 --geometry-labels --censor-bounds --window 16 --batch 16 --word-ngrams 3 --geometry-own 0.5 --lr 1.5e-3 --seed 3
+TRAIN_PRESET ?= small-memory-film
+TRAIN_ARGS ?= --lr 1.5e-3 --seed 3
 train: build
 	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
 	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
@@ -126,15 +125,19 @@ eval: build
 	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
 		--size 128x160 --out $(TRAIN_DIR)/eval
 
-# The memory comparison of README "The memory matters": twins with and
-# without memory on a family and its memory task, each trained with the
-# goal probe and evaluated as it runs (the no-memory twin's checkpoint says
-# it runs without memory), about 50 min (two 4000-update trainings one
-# after the other, about 22 min each).
+# The memory comparison (launch/checkpoints/memory-twins): twins with and
+# without memory on a family and its memory task, the small-goal-probe
+# preset with ttm train's defaults for it (keypoint supervision, geometry
+# labels only, the goal probe's loss at 0.2, censored bounds, 16 windows of
+# 16 steps), 4000 updates each, each evaluated the way it was trained;
+# about 50 min. The cue twins (launch/checkpoints/cue-twins) are the
+# small-memory-prior preset's, on 1000 episodes of pick,cue_pick,move,put_back
+# recorded with --memory-labels: ttm train --preset small-memory-prior
+# --lr 1.5e-3 --seed 3 --steps 10000 [--no-memory].
 MEMORY_TASKS ?= drawer,pointed_drawer
 MEMORY_EPISODES ?= 300
 MEMORY_DIR ?= bin/memory
-MEMORY_ARGS ?= --preset small-probe --goal-weight 0.2 --keypoint-weight 1 --geometry-labels --censor-bounds --steps 4000 --window 16 --batch 16
+MEMORY_ARGS ?= --preset small-goal-probe --steps 4000 --geometry-own 0
 memory: build
 	$(BIN) record --experts --tasks $(MEMORY_TASKS) --episodes $(MEMORY_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels --out $(MEMORY_DIR)/data
 	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --out $(MEMORY_DIR)/memory/policy.safetensors

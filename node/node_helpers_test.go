@@ -110,11 +110,11 @@ func actingPath(t testing.TB) string { return modeCheckpoint(t, action.ModeArm) 
 
 // proprioCheckpoint writes the small-proprio policy (it reads
 // action.ArmProprio) with its head biased to arm mode, like actingPath;
-// targetCheckpoint the same for small-target (proprioception, target
+// targetCheckpoint the same for small-geometry (proprioception, target
 // geometry, and an arm regressed instead of binned).
 var (
 	proprioCheckpoint = sync.OnceValues(func() (string, error) { return armBiasedCheckpoint("small-proprio") })
-	targetCheckpoint  = sync.OnceValues(func() (string, error) { return armBiasedCheckpoint("small-target") })
+	targetCheckpoint  = sync.OnceValues(func() (string, error) { return armBiasedCheckpoint("small-geometry") })
 )
 
 func armBiasedCheckpoint(preset string) (string, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -77,14 +78,6 @@ type Config struct {
 	// centimetre's correction off values of order one instead of as the
 	// difference of two inputs of order one metre.
 	GeometryRelative float64 `json:"geometry_relative,omitempty"`
-	// ArmMixture, when positive, predicts the arm's displacement
-	// (world_vector x, y, z of an RT-1 layout, regressed: Bins 0) jointly,
-	// as a mixture of this many Gaussians of standard deviation
-	// ArmMixtureSigma in action units, and acts on the most probable
-	// component's mean: a demonstrated state with several displacements
-	// keeps them apart instead of averaging them.
-	ArmMixture      int     `json:"arm_mixture,omitempty"`
-	ArmMixtureSigma float64 `json:"arm_mixture_sigma,omitempty"`
 	// MemoryFiLM lets the memory steer what the policy looks for: the
 	// embedding that conditions FiLM is the instruction's plus a Dense
 	// layer (d to the language width, no bias, zeros when created) of the
@@ -122,28 +115,6 @@ const GoalLen = 3
 // GoalUnit is the goal probe's unit in metres (10 cm): the two drawers'
 // handles, 20 cm apart, are two units apart.
 const GoalUnit = 0.1
-
-// validateMixture checks ArmMixture against the action space, which must
-// be valid.
-func (c Config) validateMixture() error {
-	k, s := c.ArmMixture, c.ArmMixtureSigma
-	switch {
-	case k == 0 && s == 0:
-		return nil
-	case k < 1 || k > maxArmMixture || !(s > 0) || math.IsInf(s, 0):
-		return fmt.Errorf("policy: arm mixture of %d components of sd %v: want 1 to %d components and a positive sd, or neither", k, s, maxArmMixture)
-	}
-	sp := c.ActionSpace
-	if len(sp.Dims) != action.RT1().Len() || sp.Dims[action.DimMode].Name != "mode" {
-		return errors.New("policy: an arm mixture needs the RT-1 action layout")
-	}
-	for _, i := range []int{action.DimWorldX, action.DimWorldY, action.DimWorldZ} {
-		if sp.Dims[i].Bins != 0 {
-			return fmt.Errorf("policy: an arm mixture predicts %s, which is in %d bins: want it regressed (0 bins)", sp.Dims[i].Name, sp.Dims[i].Bins)
-		}
-	}
-	return nil
-}
 
 // TargetGeometryLen is the number of values TargetGeometry adds per point.
 const TargetGeometryLen = 3
@@ -256,9 +227,6 @@ func (s Spec) Validate() error {
 	if err := s.Policy.validateProprio(); err != nil {
 		return err
 	}
-	if err := s.Policy.validateMixture(); err != nil {
-		return err
-	}
 	if s.Policy.MemoryFiLM && s.Policy.usesSeq() {
 		return fmt.Errorf("policy: memory_film feeds the TTM's output back into FiLM; sequence model %q is not the TTM", s.Policy.Model)
 	}
@@ -304,7 +272,8 @@ func (s Spec) Validate() error {
 // not the window, is what carries the episode's history: 4 frames (0.4 s
 // at 10 Hz) are enough for motion.
 //
-// robot-b3: the same on RT-1's EfficientNet-B3 at 300x300, for 3 Hz.
+// robot-b3: the robot preset's TTM, window and tokens on RT-1's own
+// front end, EfficientNet-B3 at 300x300 (9x9x1536), for 3 Hz.
 //
 // small: for tests and training in CI: d 64, one frame of 4 tokens, the 11
 // action tokens and 1 zero row (n 16), on B0 at 128x160 read at block 7 of
@@ -314,6 +283,44 @@ func (s Spec) Validate() error {
 // things are than this mid-level map (held-out R² for the base-yaw action
 // 0.16 against 0.62), and the truncated graph runs in a fraction of the
 // time.
+//
+// The other small presets share the small TTM (d 64) and a perception
+// stage that a seeded random backbone needs (see vision/patches.go): B0 at
+// 128x160 read at MBConv block 5 (40 channels, 16x20, stride 8) with 2x2
+// colour patches per cell, a 3x3 hidden stage of 32 channels with FiLM,
+// and 5 tokens of which one is a keypoint token, whose first channels
+// `ttm train` supervises with the simulator's hand, target and
+// destination points. Their action tokens are blind (BlindActions: the
+// copycat failure is what a run without it learns).
+//
+// small-keypoints: that stage with RT-1's binned actions (n 16).
+//
+// small-proprio: that stage with RT-1's binned actions and the arm's
+// proprioception (action.ArmProprio) as a 17th input token.
+//
+// small-geometry: that stage, a regressed arm displacement
+// (action.RT1ContinuousArm), and a proprioception token that also holds
+// where the target and its destination stand on the worktop
+// (TargetGeometry), back-projected from the keypoints through the
+// simulator's headcam calibration (sim/robot.go; sim tests check these
+// numbers), also relative to the hand in the arm action's unit
+// (sim.ArmScale, 5 cm).
+//
+// small-memory-film: that stage, the regressed arm, the proprioception
+// token with target geometry, FiLM that also reads the previous step's TTM
+// output (MemoryFiLM), and an instruction encoder that also hashes runs of
+// up to 3 words (language.Config.WordNGrams). The families checkpoint's
+// preset.
+//
+// small-goal-probe: that stage, the regressed arm, the proprioception
+// token with target geometry, MemoryFiLM, and a goal probe on the TTM
+// output (GoalProbe); words hashed one at a time. The memory twins'
+// preset.
+//
+// small-memory-prior: that stage, the regressed arm, the proprioception
+// token with target geometry, MemoryFiLM, the goal probe, the memory's
+// prior over where the target and destination keypoints are
+// (MemoryPrior), and word 3-grams. The cue twins' preset.
 func Presets() map[string]Spec {
 	robotTTM, _ := ttm.Preset("robot")
 	robotVision := vision.DefaultConfig(1280)
@@ -333,13 +340,9 @@ func Presets() map[string]Spec {
 	smallVision.History = 1
 	smallVision.Head.Dim, smallVision.Head.EmbeddingDim, smallVision.Head.Tokens, smallVision.Head.TokenLearnerHidden = 64, 64, 4, 32
 	smallLang := language.Config{Width: 64, TokenDim: 64, HashBuckets: 1024, NGramMin: 3, NGramMax: 5}
+	wordsLang := smallLang
+	wordsLang.WordNGrams = 3
 
-	// small-keypoints: the small preset with a perception stage that a
-	// seeded random backbone needs (see vision/patches.go): the finer map
-	// of MBConv block 5 (40 channels, 16x20) with 2x2 colour patches per
-	// cell, a 3x3 hidden stage of 32 channels with FiLM, and a keypoint
-	// token whose first channels `ttm train --keypoint-weight` supervises
-	// with the simulator's hand, target and destination points.
 	kpVision := smallVision
 	kpVision.Backbone.Layer = SmallKeypointsFeatureLayer
 	kpVision.Patches = 2
@@ -348,26 +351,8 @@ func Presets() map[string]Spec {
 	kpVision.Head.Hidden, kpVision.Head.HiddenKernel = 32, 3
 	kpVision.Head.Keypoints, kpVision.Head.Tokens, kpVision.Head.KeypointWindow = true, 5, 1
 
-	// small-proprio: small-keypoints with the arm's proprioception
-	// (action.ArmProprio) as a 17th input token.
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
-	// small-target: small-proprio whose token also holds where the target
-	// and its destination stand on the counter, from its keypoints and the
-	// simulator's headcam calibration (sim/robot.go; sim tests check these
-	// numbers).
-	// The surface is the worktop (sim.TableHeight), where the target
-	// labels mark what they name (its footprint: see sim.KeypointLabels);
-	// positions relative to the hand are in the arm action's unit
-	// (sim.ArmScale, 5 cm).
-	//
-	// small-recall: small-target whose FiLM also reads the previous
-	// step's TTM output (MemoryFiLM).
-	// small-probe: small-recall with a goal probe (GoalProbe).
-	// small-prior: small-probe whose target and destination keypoints
-	// also read where the memory puts them (MemoryPrior).
-	// small-mixture: small-target whose arm displacement is a mixture of
-	// 4 components of sd 0.25 action units (1.25 cm), see ArmMixture.
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
 	return map[string]Spec{
@@ -387,8 +372,6 @@ func Presets() map[string]Spec {
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 7},
 		},
 		"small-keypoints": {
-			// Blind: the copycat failure (see BlindActions) is what a
-			// small-keypoints run without it learns.
 			Policy: Config{Preset: "small-keypoints", ActionSpace: action.RT1(), Padding: 0, BlindActions: true},
 			TTM:    smallTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
@@ -398,33 +381,27 @@ func Presets() map[string]Spec {
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
-		"small-target": {
-			Policy: Config{Preset: "small-target", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
+		"small-geometry": {
+			Policy: Config{Preset: "small-geometry", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05},
 			TTM:    proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
-		"small-recall": {
-			Policy: Config{Preset: "small-recall", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+		"small-memory-film": {
+			Policy: Config{Preset: "small-memory-film", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true},
-			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
+			TTM: proprioTTM, Vision: kpVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
-		"small-probe": {
-			Policy: Config{Preset: "small-probe", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+		"small-goal-probe": {
+			Policy: Config{Preset: "small-goal-probe", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true},
 			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
-		"small-prior": {
-			Policy: Config{Preset: "small-prior", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+		"small-memory-prior": {
+			Policy: Config{Preset: "small-memory-prior", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
-			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
-			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
-		},
-		"small-mixture": {
-			Policy: Config{Preset: "small-mixture", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
-				ArmMixture: 4, ArmMixtureSigma: 0.25},
-			TTM: proprioTTM, Vision: kpVision, Language: smallLang,
+			TTM: proprioTTM, Vision: kpVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}
@@ -445,17 +422,18 @@ const (
 
 // Preset returns the named preset, validated.
 func Preset(name string) (Spec, error) {
-	all := Presets()
-	s, ok := all[name]
+	s, ok := Presets()[name]
 	if !ok {
-		names := make([]string, 0, len(all))
-		for n := range all {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return Spec{}, fmt.Errorf("unknown policy preset %q (have %s)", name, strings.Join(names, ", "))
+		return Spec{}, fmt.Errorf("unknown policy preset %q (have %s)", name, strings.Join(PresetNames(), ", "))
 	}
 	return s, s.Validate()
+}
+
+// PresetNames lists the presets' names, sorted.
+func PresetNames() []string {
+	names := slices.Collect(maps.Keys(Presets()))
+	sort.Strings(names)
+	return names
 }
 
 // JSON returns c as stored in a checkpoint.
@@ -483,9 +461,6 @@ func ParseConfig(b []byte) (Config, error) {
 	}
 	if err := c.ActionSpace.Validate(); err != nil {
 		return Config{}, err
-	}
-	if err := c.validateMixture(); err != nil {
-		return Config{}, fmt.Errorf("policy config: %w", err)
 	}
 	return c, nil
 }

@@ -20,17 +20,9 @@ import (
 //	a_i      = Value_i(argmax logits_i)   for a discrete dimension (width = bins)
 //	a_i      = clamp(logits_i)            for a continuous one     (width = 1)
 //
-// With an arm mixture (Config.ArmMixture = K) the arm's displacement
-// (world_vector x, y, z) is one joint output of K mixing logits and K
-// means of 3, after the other dimensions' outputs:
-//
-//	c        = argmax_k logits_k                                    the most probable component
-//	a_xyz    = μ_c
-//
 // Parameters are views into one flat slice, named under a prefix.
 
-// outputWidth is how many head outputs dimension d needs on its own (the
-// arm mixture's dimensions need none: see armMixture).
+// outputWidth is how many head outputs dimension d needs.
 func outputWidth(d action.Dimension) int {
 	if d.Bins == 0 {
 		return 1
@@ -60,7 +52,6 @@ type actionHead struct {
 	nProp   int         // Q, proprioception values; 0: no proprioception token
 	propW   []float32   // (Q, d)
 	propB   []float32   // (d)
-	mix     armMixture  // k == 0: none
 	// nFeedback is the language width E with Config.MemoryFiLM, else 0.
 	nFeedback int
 	feedbackW []float32 // (d, E): the previous step's pooled output into FiLM's embedding
@@ -132,103 +123,6 @@ func (h *actionHead) keypointPriorBackward(g *actionHead, dFb []float32, kp *vis
 // layer writes: the rows after the hand's, one per geometry point.
 func (h *actionHead) priorRows(x []float32, n int) []float32 { return x[n : n+h.nPrior] }
 
-// armMixture predicts the arm's displacement jointly, as a mixture of k
-// Gaussians of standard deviation sigma (action units) around k means.
-// Where the demonstrations give one state several displacements (the
-// stateful experts' phases, seen from states the policy cannot tell
-// apart), a regression answers their mean, a move no expert makes (hover
-// instead of descend or rise); the mixture keeps them apart and the policy
-// acts on the most probable one. Independent bins per coordinate would
-// keep each coordinate's modes but could combine one phase's descent with
-// another's sideways sweep.
-type armMixture struct {
-	k     int
-	sigma float64
-	dims  [armDims]int // the displacement's dimensions in the action
-	off   int          // start of the block in the logits: k mixing logits, then k means (k, armDims)
-}
-
-// armDims is the displacement's length: world_vector x, y, z.
-const armDims = 3
-
-// maxArmMixture bounds Config.ArmMixture.
-const maxArmMixture = 64
-
-func (m armMixture) width() int { return m.k * (1 + armDims) }
-
-// has reports whether action dimension i is one of the mixture's.
-func (m armMixture) has(i int) bool {
-	return m.k > 0 && i >= m.dims[0] && i <= m.dims[armDims-1]
-}
-
-// decode writes the mean of the most probable component into a.
-func (m armMixture) decode(a, block []float32) {
-	c := argmax(block[:m.k])
-	mu := block[m.k+c*armDims : m.k+(c+1)*armDims]
-	for j, i := range m.dims {
-		a[i] = mu[j]
-	}
-}
-
-// loss returns σ²·(−log Σ_k π_k exp(−|a − μ_k|²/2σ²)), π = softmax of the
-// mixing logits, for the displacement a (armDims, clamped by the caller),
-// and writes scale times its gradient into dBlock (the block's layout).
-// The factor σ² puts it in the units of the regressed arm's squared error:
-// with one component it is ½|a − μ|², exactly that loss. With w the
-// posterior of the components given a (their responsibilities), the
-// gradient is w_k·(μ_k − a) for each mean and σ²·(π_k − w_k) for each
-// mixing logit.
-func (m armMixture) loss(dBlock, block, a []float32, scale float32) float64 {
-	k, s2 := m.k, m.sigma*m.sigma
-	logits := block[:k]
-	logZ := logSumExp(logits)
-	var u [maxArmMixture]float64 // log π_k − |a − μ_k|²/2σ²
-	umx := math.Inf(-1)
-	for c := range k {
-		u[c] = m.logJoint(block, a, c, logZ)
-		umx = max(umx, u[c])
-	}
-	var usum float64
-	for c := range k {
-		usum += math.Exp(u[c] - umx)
-	}
-	for c := range k {
-		w := float32(math.Exp(u[c]-umx) / usum)
-		pi := float32(math.Exp(float64(logits[c]) - logZ))
-		dBlock[c] = scale * float32(s2) * (pi - w)
-		mu, dMu := block[k+c*armDims:k+(c+1)*armDims], dBlock[k+c*armDims:k+(c+1)*armDims]
-		for j := range mu {
-			dMu[j] = scale * w * (mu[j] - a[j])
-		}
-	}
-	return -s2 * (umx + math.Log(usum))
-}
-
-// logJoint is log π_c − |a − μ_c|²/2σ², with logZ the mixing logits'
-// log-sum-exp.
-func (m armMixture) logJoint(block, a []float32, c int, logZ float64) float64 {
-	mu := block[m.k+c*armDims : m.k+(c+1)*armDims]
-	var d2 float64
-	for j, v := range mu {
-		d := float64(v - a[j])
-		d2 += d * d
-	}
-	return float64(block[c]) - logZ - d2/(2*m.sigma*m.sigma)
-}
-
-// logSumExp returns log Σ exp(x_i), computed stably.
-func logSumExp(x []float32) float64 {
-	mx := float64(x[0])
-	for _, v := range x {
-		mx = max(mx, float64(v))
-	}
-	var sum float64
-	for _, v := range x {
-		sum += math.Exp(float64(v) - mx)
-	}
-	return mx + math.Log(sum)
-}
-
 // paramSpec is one named parameter of the policy outside the TTM.
 type paramSpec struct {
 	name  string
@@ -248,17 +142,10 @@ func newActionHead(c Config, d, langWidth, positions int) *actionHead {
 	if c.GoalProbe {
 		h.nGoal = GoalLen
 	}
-	if c.ArmMixture > 0 {
-		h.mix = armMixture{k: c.ArmMixture, sigma: c.ArmMixtureSigma, dims: [armDims]int{action.DimWorldX, action.DimWorldY, action.DimWorldZ}}
-	}
-	for i, dm := range space.Dims {
+	for _, dm := range space.Dims {
 		h.offsets = append(h.offsets, h.width)
-		if !h.mix.has(i) {
-			h.width += outputWidth(dm)
-		}
+		h.width += outputWidth(dm)
 	}
-	h.mix.off = h.width
-	h.width += h.mix.width()
 	return h
 }
 
@@ -338,13 +225,7 @@ func (h *actionHead) logitsOf(logits, pooled, out []float32, r int) {
 // (Σ width), using pooled (d) as scratch, and the action into a.
 func (h *actionHead) decode(a, logits, pooled, out []float32, r int) {
 	h.logitsOf(logits, pooled, out, r)
-	if h.mix.k > 0 {
-		h.mix.decode(a, logits[h.mix.off:])
-	}
 	for i, dm := range h.space.Dims {
-		if h.mix.has(i) {
-			continue
-		}
 		l := logits[h.offsets[i] : h.offsets[i]+outputWidth(dm)]
 		if dm.Bins == 0 {
 			a[i] = l[0]

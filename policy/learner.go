@@ -186,7 +186,6 @@ type Learner struct {
 	// nothing (the action is clipped to the bound when it runs). Squared
 	// error against the bound itself pulls the prediction inside it, and
 	// a lift meant to be a full step falls a few millimetres short.
-	// The arm mixture's dimensions are not censored.
 	CensorBounds bool
 	// KeypointWeight, when positive, adds the keypoint supervision of
 	// StepData.Keypoints (vision.SuperviseKeypoints, Gaussian targets
@@ -506,22 +505,7 @@ func (l *Learner) lossStep(dOut, a []float32, scale float32) (loss float64, corr
 	r, d := l.p.spec.TTM.ProcessSize, hd.dim
 	mode := int(math.Round(float64(a[action.DimMode])))
 	hd.logitsOf(l.logits, l.pooled, l.outputs, r)
-	if m := hd.mix; m.k > 0 {
-		block, dBlock := l.logits[m.off:m.off+m.width()], l.dLogits[m.off:m.off+m.width()]
-		if l.ModeGated && hd.space.Gated(m.dims[0], mode) {
-			clear(dBlock)
-		} else {
-			var target [armDims]float32
-			for j, i := range m.dims {
-				target[j] = hd.space.Dims[i].Clamp(a[i])
-			}
-			loss += m.loss(dBlock, block, target[:], scale)
-		}
-	}
 	for i, dm := range hd.space.Dims {
-		if hd.mix.has(i) {
-			continue
-		}
 		lg := l.logits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
 		dl := l.dLogits[hd.offsets[i] : hd.offsets[i]+outputWidth(dm)]
 		if l.ModeGated && hd.space.Gated(i, mode) {

@@ -131,7 +131,6 @@ func TestLearnerGradients(t *testing.T) {
 		// the keypoint supervision in the loss.
 		supervised bool
 		proprio    bool // a proprioception token
-		mixture    int  // the arm mixture's components (with proprio)
 		memoryFiLM bool // FiLM reads the previous step's output (with proprio)
 		goalProbe  bool // the goal probe's loss too (with proprio)
 		// prior: the memory's keypoint prior (with proprio, memoryFiLM,
@@ -145,8 +144,7 @@ func TestLearnerGradients(t *testing.T) {
 		{name: "goal-probe-no-memory", history: 2, blind: true, proprio: true, goalProbe: true, noMemory: true},
 		{name: "memory-film", history: 1, blind: true, proprio: true, memoryFiLM: true},
 		{name: "memory-film-no-memory", history: 1, blind: true, proprio: true, memoryFiLM: true, noMemory: true},
-		{name: "proprio-arm-mixture", history: 2, blind: true, proprio: true, mixture: 3},
-		{name: "arm-mixture-gated", history: 1, blind: true, proprio: true, mixture: 2, smoothGated: true},
+		{name: "proprio-continuous-arm-gated", history: 1, blind: true, proprio: true, smoothGated: true},
 		{name: "history1", history: 1}, {name: "history2", history: 2}, {name: "no-memory", history: 2, noMemory: true},
 		{name: "blind-actions", history: 1, blind: true}, {name: "smoothed-gated-loss", history: 1, smoothGated: true},
 		{name: "hidden-supervised-keypoints", history: 2, supervised: true},
@@ -162,12 +160,9 @@ func TestLearnerGradients(t *testing.T) {
 					s.Policy.Padding = 0
 				}
 			}
-			if tc.proprio { // with the regressed arm of small-target
+			if tc.proprio { // with the regressed arm of small-geometry
 				edit = func(s *Spec) {
 					s.Policy.Proprio, s.Policy.ActionSpace = action.ArmProprio, action.RT1ContinuousArm()
-					if tc.mixture > 0 {
-						s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = tc.mixture, 0.3
-					}
 					s.Policy.MemoryFiLM, s.Policy.GoalProbe = tc.memoryFiLM, tc.goalProbe
 					if tc.supervised {
 						h := &s.Vision.Head
@@ -476,12 +471,12 @@ func TestLearnerMatchesStepTokensSeq(t *testing.T) {
 }
 
 func TestLearnerDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"", "recurrent", "arm-mixture", "goal-probe"} {
+	for _, model := range []string{"", "recurrent", "continuous-arm", "goal-probe"} {
 		var p *Policy
 		switch model {
-		case "arm-mixture":
+		case "continuous-arm":
 			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) {
-				s.Policy.ActionSpace, s.Policy.ArmMixture, s.Policy.ArmMixtureSigma = action.RT1ContinuousArm(), 4, 0.25
+				s.Policy.ActionSpace = action.RT1ContinuousArm()
 			})
 		case "goal-probe":
 			p = learnerPolicyWith(t, "", 1, false, func(s *Spec) { s.Policy.GoalProbe = true })

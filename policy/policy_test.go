@@ -60,7 +60,7 @@ func frame(seed uint64) vision.Frame {
 }
 
 func TestPresetsAreConsistent(t *testing.T) {
-	for _, name := range []string{"robot", "robot-b3", "small", "small-keypoints", "small-proprio", "small-target"} {
+	for _, name := range []string{"robot", "robot-b3", "small", "small-keypoints", "small-proprio", "small-geometry"} {
 		s, err := Preset(name)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -253,12 +253,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall", "small-probe", "small-prior"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio", "small-target", "small-mixture", "small-recall", "small-probe", "small-prior": // colour patches and the hidden stage in the front end
+		case "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior": // colour patches and the hidden stage in the front end
 			var err error
 			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
@@ -356,13 +356,13 @@ func TestProprio(t *testing.T) {
 	}
 }
 
-// TestTargetGeometry: a small-target policy's proprioception token reads
+// TestTargetGeometry: a small-geometry policy's proprioception token reads
 // the robot's values and then where its own target and destination
 // keypoints lie on the counter (its camera calibration's back-projection),
 // and specs that ask for more points than the keypoint token has are
 // refused.
 func TestTargetGeometry(t *testing.T) {
-	spec, err := Preset("small-target")
+	spec, err := Preset("small-geometry")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,9 +417,9 @@ func TestTargetGeometry(t *testing.T) {
 
 // TestLoadTakesAnyHeadOverTheNodesLayout: the node expects RT-1's layout
 // (node params); a checkpoint that regresses the arm over that layout
-// (small-target) loads, and one whose layout differs does not.
+// (small-geometry) loads, and one whose layout differs does not.
 func TestLoadTakesAnyHeadOverTheNodesLayout(t *testing.T) {
-	path := presetCheckpoint(t, "small-target")
+	path := presetCheckpoint(t, "small-geometry")
 	rt1 := action.RT1()
 	p, err := Load(path, Options{NoBackbone: true, Expect: Expect{ActionSpace: &rt1}})
 	if err != nil {
@@ -450,11 +450,11 @@ func presetCheckpoint(tb testing.TB, name string) string {
 	return path
 }
 
-// TestGoalProbe: a small-probe policy's goal probe is the Dense layer of
+// TestGoalProbe: a small-goal-probe policy's goal probe is the Dense layer of
 // the step's pooled output, computed here by hand; it does not change the
 // action; it survives a checkpoint; policies without it report none.
 func TestGoalProbe(t *testing.T) {
-	path := presetCheckpoint(t, "small-probe")
+	path := presetCheckpoint(t, "small-goal-probe")
 	p, err := Load(path, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -518,7 +518,7 @@ func TestGoalProbe(t *testing.T) {
 		t.Error("the goal probe did not survive a checkpoint")
 	}
 
-	plain, err := Load(presetCheckpoint(t, "small-recall"), Options{})
+	plain, err := Load(presetCheckpoint(t, "small-memory-film"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,19 +529,19 @@ func TestGoalProbe(t *testing.T) {
 	}
 }
 
-// TestMemoryFiLM: a small-recall policy's FiLM reads the previous step's
+// TestMemoryFiLM: a small-memory-film policy's FiLM reads the previous step's
 // output: the fed-back output is the step's pooled output, it changes the
 // next step's action, the no-memory ablation and a memory knock-out cut
 // it, snapshots carry it, and its layer survives a checkpoint.
 func TestMemoryFiLM(t *testing.T) {
-	path := presetCheckpoint(t, "small-recall")
+	path := presetCheckpoint(t, "small-memory-film")
 	p, err := Load(path, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	if !slices.ContainsFunc(p.params, func(v float32) bool { return v != 0 }) || slices.ContainsFunc(p.head.feedbackW, func(v float32) bool { return v != 0 }) {
-		t.Fatal("a fresh small-recall policy should start with a zero feedback layer (the small-target policy it extends)")
+		t.Fatal("a fresh small-memory-film policy should start with a zero feedback layer (the small-geometry policy it extends)")
 	}
 	r := rand.New(rand.NewPCG(8, 8))
 	for i := range p.head.feedbackW {

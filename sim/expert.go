@@ -31,35 +31,7 @@ type ExpertOptions struct {
 	PauseProb float64
 	// MaxPause is the longest pause; it defaults to 3.
 	MaxPause int
-	// MissProb is the chance that the episode's first grasp misses on
-	// purpose: the expert aims missNear to missFar sideways of the object
-	// (above or below a drawer's handle), closes there on nothing, opens
-	// and grasps properly. Recorded with the noise-free expert's labels
-	// (DART), such episodes hold the states a learner whose grasp missed
-	// is in, labelled with the way out; the experts' own grasps never miss.
-	MissProb float64
-	// DropProb is the chance that the episode's first hold lets go early:
-	// at its first, second or third step holding an object or a drawer's
-	// handle, the expert opens the gripper until it lets go, then carries
-	// on from there (grasps again). Like MissProb, for DART: the noise-free
-	// expert labels those steps "keep holding" and what follows the way
-	// back.
-	DropProb float64
-	// SlowSweepProb is the chance that the episode's first knock sweep
-	// moves at the speed the expert keeps among the objects (lowStep),
-	// too slow to knock anything over, so that the expert goes back and
-	// sweeps again. Like MissProb, for DART.
-	SlowSweepProb float64
 }
-
-// The range of a deliberate miss's offset (ExpertOptions.MissProb): beyond
-// the grasp radii (graspXY, handleGraspRadius), where a learner's missed
-// grasps close.
-const (
-	missNear = 0.045
-	missFar  = 0.065
-	missTol  = 0.005 // a deliberate miss closes this close to its aim
-)
 
 // NewExpert returns a scripted expert. It is stateful: use one per episode.
 func NewExpert(opts ExpertOptions) Expert {
@@ -67,23 +39,6 @@ func NewExpert(opts ExpertOptions) Expert {
 		opts.MaxPause = 3
 	}
 	x := &scripted{opts: opts, rng: rand.New(rand.NewPCG(opts.Seed, 0x5eed5eed)), grip: -1}
-	if opts.MissProb > 0 { // drawn only then, so that other experts' noise is unchanged
-		miss := x.rng.Float64() < opts.MissProb
-		d := missNear + (missFar-missNear)*x.rng.Float64()
-		a := 2 * math.Pi * x.rng.Float64()
-		if miss {
-			x.missObject = Vec3{d * math.Cos(a), d * math.Sin(a), 0}
-			x.missHandle = Vec3{0, 0, math.Copysign(d, math.Sin(a))}
-		}
-		x.missing = miss
-	}
-	if opts.DropProb > 0 { // drawn only then, as MissProb's
-		x.dropping = x.rng.Float64() < opts.DropProb
-		x.dropAfter = x.rng.IntN(3)
-	}
-	if opts.SlowSweepProb > 0 {
-		x.slowSweep = x.rng.Float64() < opts.SlowSweepProb
-	}
 	return x
 }
 
@@ -125,19 +80,6 @@ type scripted struct {
 	sweep    Vec3 // knock: sweep direction, zero until planned
 	spot     Vec3 // move: where to put the object down
 	spotSet  bool
-
-	// missing: the first grasp is still to miss on purpose
-	// (ExpertOptions.MissProb), aiming missObject from an object's centre
-	// or missHandle from a drawer's handle.
-	missing                bool
-	missObject, missHandle Vec3
-	// dropping: the first hold is still to let go early
-	// (ExpertOptions.DropProb), after dropAfter steps holding.
-	dropping        bool
-	dropAfter, held int
-	// slowSweep: the first sweep is still to be too slow
-	// (ExpertOptions.SlowSweepProb).
-	slowSweep bool
 }
 
 func (x *scripted) Act(s *State) []float32 {
@@ -156,7 +98,6 @@ func (x *scripted) Act(s *State) []float32 {
 		return x.act[:]
 	}
 	x.plan(s)
-	x.drop(s)
 	switch rt1.Dims[action.DimMode].Bin(x.act[action.DimMode]) {
 	case action.ModeArm:
 		x.noise(x.opts.Noise, action.DimWorldX, action.DimWorldY, action.DimWorldZ)
@@ -167,25 +108,6 @@ func (x *scripted) Act(s *State) []float32 {
 		x.act[i] = d.Clamp(x.act[i])
 	}
 	return x.act[:]
-}
-
-// drop turns the planned arm action into one that opens the gripper while
-// a deliberate early let-go is due (ExpertOptions.DropProb).
-func (x *scripted) drop(s *State) {
-	if !x.dropping {
-		return
-	}
-	if s.Grasp.Kind == GraspNone {
-		if x.held > 0 { // let go: done
-			x.dropping = false
-		}
-		return
-	}
-	x.held++
-	if x.held > x.dropAfter && rt1.Dims[action.DimMode].Bin(x.act[action.DimMode]) == action.ModeArm {
-		x.act[action.DimGripper] = -1
-		x.grip = -1
-	}
 }
 
 // noise adds Gaussian noise of standard deviation sigma to three dimensions.
@@ -221,9 +143,6 @@ func keepGrip(s *State) float32 { return float32(2*s.Grip - 1) }
 // plan sets x.act for state s.
 func (x *scripted) plan(s *State) {
 	g := &s.Goal
-	if s.Grasp.Kind != GraspNone {
-		x.missing = false // a deliberate miss that grasped after all
-	}
 	if !x.baseDone {
 		if !armUnderway(s) && x.baseTo(s, baseGoal(s)) {
 			return
@@ -382,33 +301,14 @@ func (x *scripted) rise(s *State, grip float32) {
 func (x *scripted) grasp(s *State, i int) {
 	o := &s.Objects[i]
 	aim, tol := o.Pos, graspXY/2
-	if x.missing {
-		aim, tol = aim.Add(x.missOffset(o)), missTol
-	}
 	switch {
 	case s.Grip > 0.99: // closed and holding nothing: missed, open again
-		x.missing = false
 		x.release(s)
-	case closing(s) && (x.missing || graspDistance(o, s.EEWorld()) < 0.8*graspXY): // still in reach
+	case closing(s) && graspDistance(o, s.EEWorld()) < 0.8*graspXY: // still in reach
 		x.close(s)
 	case (x.reach(s, aim, -1) || x.within(s, aim, tol, 0.015)) && s.Grip < 0.01:
 		x.close(s)
 	}
-}
-
-// missOffset is where a deliberate miss aims from object o's centre: the
-// drawn sideways offset, turned across a fallen object's axis, along which
-// the hand would still grasp it.
-func (x *scripted) missOffset(o *Object) Vec3 {
-	if !o.Fallen {
-		return x.missObject
-	}
-	across := Vec3{-math.Sin(o.Yaw), math.Cos(o.Yaw), 0}
-	d := math.Hypot(x.missObject[0], x.missObject[1])
-	if x.missObject[0]*across[0]+x.missObject[1]*across[1] < 0 {
-		d = -d
-	}
-	return across.Scale(d)
 }
 
 // closing reports whether the gripper, holding nothing, is half closed:
@@ -549,8 +449,7 @@ func (x *scripted) knock(s *State) {
 	if !onSweep(s, start, end) && !x.reach(s, start, -1) && !x.within(s, start, 0.02, 0.015) {
 		return
 	}
-	if x.moveTo(s, end, -1, !x.slowSweep) { // at the end and still standing: again
-		x.slowSweep = false
+	if x.moveTo(s, end, -1, true) { // at the end and still standing: again
 		x.sweep = Vec3{}
 		x.rise(s, -1)
 	}
@@ -622,19 +521,15 @@ func (x *scripted) openDrawer(s *State, i int) {
 	case d >= DrawerOpenDistance:
 		x.moveTo(s, h.Add(Vec3{-0.10, 0, 0.03}), -1, true) // back off
 	case s.Grip > 0.99:
-		x.missing = false
 		x.release(s) // missed the handle
 	default:
 		e := s.EEWorld()
 		tol := handleGraspRadius / 2
-		if x.missing {
-			h, tol = h.Add(x.missHandle), missTol
-		}
 		pre := h.Add(Vec3{-0.08, 0, 0})
 		// In line with the handle bar (14 cm wide, grasped within 3 cm).
 		inLine := math.Abs(e[1]-h[1]) < 0.04 && math.Abs(e[2]-h[2]) < 0.015 && e[0] >= pre[0]-0.02 && e[0] <= h[0]+0.01
 		switch {
-		case closing(s) && (x.missing || e.Sub(h).Norm() < 0.8*handleGraspRadius): // still in reach
+		case closing(s) && e.Sub(h).Norm() < 0.8*handleGraspRadius: // still in reach
 			x.close(s)
 		case !inLine:
 			x.moveTo(s, pre, -1, true)

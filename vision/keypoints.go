@@ -265,6 +265,6 @@ func SuperviseKeypoints(a *KeypointActs, labels []float32, sigma float64, scale 
 // its target exactly is read up to 0.23 cells off at sigma 1 (1.9 px at a
 // stride of 8) and under 0.03 at sigma 0.5, which still spreads each target
 // over the neighbouring cells. The policy acts on these points: trained at
-// 0.5 instead of 1, the small-target recipe gained on each of three seeds,
+// 0.5 instead of 1, the small-geometry recipe gained on each of three seeds,
 // from 29 % to 39 % on average on held-out scenes (README, Training).
 const DefaultKeypointSigma = 0.5

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/policy/dataset"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -242,7 +243,7 @@ func TestTrainDAggerDatasets(t *testing.T) {
 	if err := json.Unmarshal(b, &lg); err != nil {
 		t.Fatalf("JSON log: %v", err)
 	}
-	want := []datasetUse{
+	want := []dataset.Use{
 		{Dir: experts, Indexed: 2, Episodes: 2, Steps: steps(experts)},
 		{Dir: dagger, Indexed: 2, Episodes: 2, Steps: 24, ExpertLabelled: 2, FailedKept: 2},
 		{Dir: rollouts, Indexed: 1, Skipped: 1},
@@ -272,7 +273,7 @@ func TestTrainDAggerDatasets(t *testing.T) {
 		t.Fatalf("train --cache: exit %d: %s", code, stderr)
 	}
 	for _, d := range []string{experts, dagger} {
-		if got, _ := filepath.Glob(filepath.Join(cache, datasetCacheName(d), "*", "*.safetensors")); len(got) != 2 {
+		if got, _ := filepath.Glob(filepath.Join(cache, dataset.CacheName(d), "*", "*.safetensors")); len(got) != 2 {
 			t.Errorf("shared cache for %s holds %v, want 2 episodes", d, got)
 		}
 	}
@@ -315,14 +316,8 @@ func TestRecordDAggerUsage(t *testing.T) {
 		{"negative beta", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--beta", "-0.1", "--out", dir}, "--beta -0.1"},
 		{"label with ros", []string{"record", "--ros", "--label", "expert", "--out", "x.bag"}, "--label does not apply to --ros"},
 		{"expert noise", []string{"record", "--policy", "x.safetensors", "--label", "expert", "--noise", "0.1", "--out", dir}, "are for --experts"},
-		{"miss for a policy", []string{"record", "--policy", "x.safetensors", "--miss", "0.3", "--out", dir}, "are for --experts"},
-		{"miss above 1", []string{"record", "--experts", "--miss", "1.5", "--out", dir}, "--miss 1.5"},
-		{"miss NaN", []string{"record", "--experts", "--miss", "NaN", "--out", dir}, "--miss NaN"},
-		{"miss with ros", []string{"record", "--ros", "--miss", "0.3", "--out", "x.bag"}, "--miss does not apply to --ros"},
-		{"drop for a policy", []string{"record", "--policy", "x.safetensors", "--drop", "0.3", "--out", dir}, "are for --experts"},
-		{"negative drop", []string{"record", "--experts", "--drop", "-0.5", "--out", dir}, "--drop -0.5"},
-		{"slow sweep above 1", []string{"record", "--experts", "--slow-sweep", "2", "--out", dir}, "--slow-sweep 2"},
-		{"slow sweep for a policy", []string{"record", "--policy", "x.safetensors", "--slow-sweep", "0.3", "--out", dir}, "are for --experts"},
+		{"pause for a policy", []string{"record", "--policy", "x.safetensors", "--pause", "0.3", "--out", dir}, "are for --experts"},
+		{"pause with ros", []string{"record", "--ros", "--pause", "0.3", "--out", "x.bag"}, "--pause does not apply to --ros"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, _, stderr := runCmd(t, tc.args...); code != 2 || !strings.Contains(stderr, tc.want) {

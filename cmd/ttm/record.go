@@ -20,7 +20,7 @@ func init() {
 	register(command{name: "record", summary: "record episodes as ROS bags: a dataset from the experts or a policy, or live topics", run: runRecord})
 }
 
-const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P] [--miss P] [--drop P] [--slow-sweep P]
+const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
        ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]
 
 With --policy --label expert the dataset is for DAgger: the policy acts (at each
@@ -60,11 +60,8 @@ func runRecord(env *environment, args []string) error {
 	noise := fl.Float64("noise", 0, "expert: Gaussian noise on the arm displacement, in action units")
 	baseNoise := fl.Float64("base-noise", 0, "expert: Gaussian noise on the base velocities (m/s, rad/s)")
 	pause := fl.Float64("pause", 0, "expert: probability of a pause starting at each step")
-	miss := fl.Float64("miss", 0, "expert: probability that an episode's first grasp misses on purpose (4.5-6.5 cm off its object or handle), then opens and grasps again; with --label expert the learner gets the way out of a missed grasp")
-	drop := fl.Float64("drop", 0, "expert: probability that an episode's first hold lets go at its first, second or third step, then grasps again; with --label expert the learner gets the way back")
-	slowSweep := fl.Float64("slow-sweep", 0, "expert: probability that an episode's first knock sweep is too slow to knock, so the expert sweeps again; with --label expert the learner sees a sweep that did not knock and the second one")
 	maxSteps := fl.Int("max-steps", 0, "end each episode after this many steps (0: the task's own step cap)")
-	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-recall)")
+	memoryLabels := fl.Bool("memory-labels", false, "label a memory task's cued target and put back's spot in every frame, not only while the cue shows (for a policy whose keypoints read its memory: preset small-memory-film)")
 	if err := parseFlags(fl, rosArgs.Rest, false); err != nil {
 		return err
 	}
@@ -76,7 +73,7 @@ func runRecord(env *environment, args []string) error {
 	defer stop()
 
 	if *live {
-		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "miss", "drop", "slow-sweep", "no-memory", "max-steps", "label", "beta"} {
+		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "no-memory", "max-steps", "label", "beta"} {
 			if given[f] {
 				return fmt.Errorf("%w: --%s does not apply to --ros", errUsage, f)
 			}
@@ -115,27 +112,10 @@ func runRecord(env *environment, args []string) error {
 	case *noise < 0 || *baseNoise < 0 || *pause < 0 || *pause >= 1:
 		return fmt.Errorf("%w: --noise and --base-noise must be >= 0 and --pause in [0, 1)", errUsage)
 	}
-	for _, f := range []struct {
-		name string
-		p    float64
-	}{{"miss", *miss}, {"drop", *drop}, {"slow-sweep", *slowSweep}} {
-		if err := probabilityFlag(f.name, f.p); err != nil {
-			return err
-		}
-	}
 	if *experts {
-		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause, MissProb: *miss, DropProb: *drop, SlowSweepProb: *slowSweep}
+		x := sim.ExpertOptions{Noise: *noise, BaseNoise: *baseNoise, PauseProb: *pause}
 		cfg.expert = &x
 		cfg.agentName = fmt.Sprintf("expert noise=%g base_noise=%g pause=%g", x.Noise, x.BaseNoise, x.PauseProb)
-		if x.MissProb > 0 {
-			cfg.agentName += fmt.Sprintf(" miss=%g", x.MissProb)
-		}
-		if x.DropProb > 0 {
-			cfg.agentName += fmt.Sprintf(" drop=%g", x.DropProb)
-		}
-		if x.SlowSweepProb > 0 {
-			cfg.agentName += fmt.Sprintf(" slow_sweep=%g", x.SlowSweepProb)
-		}
 		cfg.newAgent = func(ep *sim.Episode) (sim.Agent, error) { return sim.ExpertAgent{Expert: ep.Expert(x)}, nil }
 		if *label != "" {
 			// DART: the noisy expert acts, the noise-free one labels.
@@ -146,8 +126,8 @@ func runRecord(env *environment, args []string) error {
 			}
 		}
 	} else {
-		if given["noise"] || given["base-noise"] || given["pause"] || given["miss"] || given["drop"] || given["slow-sweep"] {
-			return fmt.Errorf("%w: --noise, --base-noise, --pause, --miss, --drop and --slow-sweep are for --experts", errUsage)
+		if given["noise"] || given["base-noise"] || given["pause"] {
+			return fmt.Errorf("%w: --noise, --base-noise and --pause are for --experts", errUsage)
 		}
 		p, err := policy.Load(*policyPath, policy.Options{Log: env.log})
 		if err != nil {

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/atomicfile"
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/policy/dataset"
 	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/policy/train"
 	"github.com/ttmrobot/ttm/sim"
@@ -28,13 +27,12 @@ func init() {
 // trainFiles are the files a training run writes beside its checkpoint.
 type trainFiles struct {
 	ckpt, backbone, state, log, curve string
-	average                           string // the weights' moving average (--ema)
 }
 
 func newTrainFiles(out string) trainFiles {
 	base := strings.TrimSuffix(out, filepath.Ext(out))
 	return trainFiles{ckpt: out, backbone: base + ".backbone.onnx", state: base + ".trainstate.safetensors",
-		log: base + ".train.json", curve: base + ".curve.png", average: base + ".ema" + filepath.Ext(out)}
+		log: base + ".train.json", curve: base + ".curve.png"}
 }
 
 // trainLog is the JSON log: the run's settings and learning curve.
@@ -43,7 +41,7 @@ type trainLog struct {
 	Preset   string         `json:"preset"`
 	Model    string         `json:"model"` // the sequence model (seq.Names)
 	Data     string         `json:"data"`  // --data: the dataset folders, separated by commas
-	Datasets []datasetUse   `json:"datasets"`
+	Datasets []dataset.Use  `json:"datasets"`
 	Episodes int            `json:"episodes"`
 	Steps    int            `json:"dataset_steps"`
 	Params   int            `json:"trainable_parameters"`
@@ -51,28 +49,12 @@ type trainLog struct {
 	History  []train.Record `json:"history"`
 }
 
-// datasetUse is what a training run took from one dataset folder.
-type datasetUse struct {
-	Dir      string `json:"dir"`
-	Indexed  int    `json:"indexed"`  // episodes in its index
-	Episodes int    `json:"episodes"` // episodes trained on
-	Steps    int    `json:"steps"`
-	// ExpertLabelled counts the episodes trained on whose actions are the
-	// expert's labels (DAgger rollouts), FailedKept those of them whose
-	// rollout failed, Skipped the failed episodes left out.
-	ExpertLabelled int `json:"expert_labelled"`
-	FailedKept     int `json:"failed_kept"`
-	Skipped        int `json:"skipped"`
-	// OtherTasks counts the episodes of tasks --tasks left out.
-	OtherTasks int `json:"other_tasks,omitempty"`
-}
-
 func runTrain(env *environment, args []string) error {
 	def := train.DefaultConfig()
-	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset small|robot|robot-b3 [--model NAME] --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
+	fl := newFlags(env, "train", "--data DIR[,DIR...] --preset NAME [--model NAME] --out CKPT.safetensors [--steps N] [--no-memory] [--init CKPT]")
 	data := fl.String("data", "", "dataset `folders` separated by commas (index.json and episode bags, from ttm record); "+
 		"failed episodes are skipped unless --all-episodes, except expert-labelled ones (ttm record --label expert)")
-	preset := fl.String("preset", "small", "policy preset for fresh weights (ignored with --init or when resuming)")
+	preset := fl.String("preset", "small", "policy preset for fresh weights: "+strings.Join(policy.PresetNames(), ", ")+" (ignored with --init or when resuming)")
 	model := fl.String("model", "", "sequence model of fresh weights: "+strings.Join(seq.Names(), ", ")+
 		" (default ttm; with --init or when resuming it must match the checkpoint's)")
 	out := fl.String("out", "", "checkpoint `file` to write; its training state, JSON log and learning curve go beside it")
@@ -81,29 +63,17 @@ func runTrain(env *environment, args []string) error {
 	batch := fl.Int("batch", def.Batch, "windows per update")
 	window := fl.Int("window", def.Window, "steps per window (truncated backpropagation through time)")
 	lr := fl.Float64("lr", def.LR, "peak learning rate")
-	warmup := fl.Int("warmup", def.Warmup, "warm-up updates")
-	wd := fl.Float64("weight-decay", def.WeightDecay, "AdamW weight decay (kernels only)")
-	clip := fl.Float64("clip", def.ClipNorm, "global gradient norm bound (0: none)")
 	seed := fl.Uint64("seed", def.Seed, "seed of the fresh weights and of the episode sampling")
 	workers := fl.Int("workers", def.Workers, "worker goroutines (data-parallel over the batch); results depend on it")
-	blindActions := fl.Bool("blind-actions", false, "fresh weights: feed the action tokens zeros instead of the previous action (against the copycat failure; policy.Config.BlindActions); default: the preset's, blind for small-keypoints")
-	wordNGrams := fl.Int("word-ngrams", 0, "fresh weights: the longest run of consecutive words the instruction encoder hashes as one more piece (language.Config.WordNGrams; 2 or more tells \"move A near B\" from \"move B near A\"); default: the preset's, words only")
 	noMemory := fl.Bool("no-memory", false, "train the ablation: TTM memory zeroed before every step, recorded in the checkpoint (ttm.config no_memory), which then runs without memory everywhere")
 	taskNames := fl.String("tasks", "all", "train on these tasks' episodes of the datasets only: all, families, memory, or names separated by commas")
 	allEpisodes := fl.Bool("all-episodes", false, "also train on episodes that did not succeed (expert-labelled ones are always kept)")
 	logEvery := fl.Int("log-every", 20, "log every N updates")
 	ckptEvery := fl.Int("checkpoint-every", 200, "write checkpoint and state every N updates")
-	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile of the updates (not the data loading) to this `file`, for go tool pprof")
 	cacheDir := fl.String("cache", "", "feature cache `folder` (default DATA/.features; with several datasets, one subfolder each)")
-	keypointWeight := fl.Float64("keypoint-weight", 0, "weight of the keypoint supervision (the simulator's hand, target and destination image points; needs a head with a keypoint token); 0: none")
-	keypointSigma := fl.Float64("keypoint-sigma", vision.DefaultKeypointSigma, "width of the keypoint supervision's Gaussian targets, in feature-map cells")
-	labelSigma := fl.Float64("label-sigma", def.LabelSigma, "width of the Gaussian that spreads each binned action label over its neighbouring bins, in bins (0: one-hot)")
-	censorBounds := fl.Bool("censor-bounds", false, "a regressed action label at a bound of its range counts as at least that value (the demonstrator's command was clipped): a prediction beyond it costs nothing")
-	geometryLabels := fl.Bool("geometry-labels", false, "a policy with target geometry (small-target) reads the labelled target point's back-projection while it trains, its own keypoint's when it acts")
-	goalWeight := fl.Float64("goal-weight", 0, "weight of the goal probe's loss (where the goal stood at the episode's start; needs the small-probe preset and the simulator's datasets); 0: none")
-	geometryOwn := fl.Float64("geometry-own", 0, "with --geometry-labels: after --geometry-own-from of the updates, the share of windows that read the policy's own keypoints instead (it learns their errors before it acts on them)")
-	ema := fl.Float64("ema", 0, "also keep an exponential moving average of the weights with this decay per update (0.999: about the last 1000 updates), written beside the checkpoint as NAME.ema.safetensors; 0: none")
-	geometryOwnFrom := fl.Float64("geometry-own-from", def.GeometryOwnFrom, "with --geometry-own: the share of the updates, in [0, 1), that read labels only before the own keypoints come in")
+	keypointWeight := fl.Float64("keypoint-weight", train.DefaultKeypointWeight, "weight of the keypoint supervision (the simulator's hand, target and destination image points), for a head with a keypoint token; 0: none")
+	geometryOwn := fl.Float64("geometry-own", train.DefaultGeometryOwn, "for a policy with target geometry, which trains on the labelled points' back-projection: over the second half of the updates, the share of windows that read the policy's own keypoints instead")
+	goalWeight := fl.Float64("goal-weight", train.DefaultGoalWeight, "weight of the goal probe's loss (where the goal stood at the episode's start; the simulator's datasets), for a policy with a goal probe; 0: none")
 	if err := parseFlags(fl, args, false); err != nil {
 		return err
 	}
@@ -137,13 +107,27 @@ func runTrain(env *environment, args []string) error {
 	if *logEvery < 1 || *ckptEvery < 1 {
 		return fmt.Errorf("%w: --log-every and --checkpoint-every must be positive", errUsage)
 	}
-	cfg := def // the loss shaping (mode gating, label smoothing) as the recipe has it
-	cfg.Steps, cfg.Batch, cfg.Window, cfg.LR, cfg.Warmup = *steps, *batch, *window, *lr, *warmup
-	cfg.WeightDecay, cfg.ClipNorm, cfg.Seed, cfg.Workers, cfg.NoMemory = *wd, *clip, *seed, *workers, *noMemory
-	cfg.KeypointWeight, cfg.KeypointSigma, cfg.LabelSigma = *keypointWeight, *keypointSigma, *labelSigma
-	cfg.GeometryLabels, cfg.CensorBounds = *geometryLabels, *censorBounds
-	cfg.GeometryOwn, cfg.GeometryOwnFrom, cfg.GoalWeight, cfg.EMA = *geometryOwn, *geometryOwnFrom, *goalWeight, *ema
-	if err := cfg.Validate(); err != nil {
+	// withFlags is c with the settings the command line gives; the
+	// auxiliary losses' weights only where given, ConfigFor's otherwise.
+	withFlags := func(c train.Config) train.Config {
+		c.Steps, c.Batch, c.Window, c.LR = *steps, *batch, *window, *lr
+		c.Seed, c.Workers, c.NoMemory = *seed, *workers, *noMemory
+		if given["keypoint-weight"] {
+			c.KeypointWeight, c.KeypointSigma = *keypointWeight, vision.DefaultKeypointSigma
+		}
+		if given["geometry-own"] {
+			c.GeometryOwn = *geometryOwn
+		}
+		if given["goal-weight"] {
+			c.GoalWeight = *goalWeight
+		}
+		return c
+	}
+	// The flags' ranges, before any file is written (the policy's parts
+	// are known once it is loaded).
+	check := withFlags(train.DefaultConfig())
+	check.GeometryLabels = true
+	if err := check.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	files := newTrainFiles(*out)
@@ -167,12 +151,6 @@ func runTrain(env *environment, args []string) error {
 		}
 		spec.Policy.Model = *model
 		spec.TTM.NoMemory = *noMemory
-		if given["blind-actions"] {
-			spec.Policy.BlindActions = *blindActions
-		}
-		if given["word-ngrams"] {
-			spec.Language.WordNGrams = *wordNGrams
-		}
 		if err := policy.Create(spec, *seed, "", files.ckpt, log); err != nil {
 			return err
 		}
@@ -182,11 +160,9 @@ func runTrain(env *environment, args []string) error {
 		return err
 	}
 	defer p.Close()
-	if given["blind-actions"] && *blindActions != p.Spec().Policy.BlindActions {
-		return fmt.Errorf("%w: --blind-actions=%v, but %s has blind_actions %v", errUsage, *blindActions, start, p.Spec().Policy.BlindActions)
-	}
-	if given["word-ngrams"] && *wordNGrams != p.Spec().Language.WordNGrams {
-		return fmt.Errorf("%w: --word-ngrams %d, but %s has word_ngrams %d", errUsage, *wordNGrams, start, p.Spec().Language.WordNGrams)
+	cfg := withFlags(train.ConfigFor(p.Spec()))
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	switch ckptNoMemory := p.Spec().TTM.NoMemory; {
 	case ckptNoMemory:
@@ -205,7 +181,7 @@ func runTrain(env *environment, args []string) error {
 		backbone = files.backbone
 	}
 
-	eps, total, uses, err := loadTrainingSet(env, p, dirs, *cacheDir, tasks, *allEpisodes)
+	eps, total, uses, err := dataset.Load(env.log.Named("data"), p, dirs, *cacheDir, tasks, *allEpisodes)
 	if err != nil {
 		return err
 	}
@@ -230,13 +206,6 @@ func runTrain(env *environment, args []string) error {
 	checkpoint := func(tr *train.Trainer) error {
 		if err := p.SaveAs(files.ckpt, backbone); err != nil {
 			return fmt.Errorf("save checkpoint: %w", err)
-		}
-		if cfg.EMA > 0 {
-			// Before the state: a state on disk always has its checkpoints.
-			err := tr.WithAverage(func() error { return p.SaveAs(files.average, backbone) })
-			if err != nil {
-				return fmt.Errorf("save moving average: %w", err)
-			}
 		}
 		if err := tr.SaveState(files.state); err != nil {
 			return fmt.Errorf("save training state: %w", err)
@@ -268,17 +237,6 @@ func runTrain(env *environment, args []string) error {
 			close(stop)
 		}
 	}()
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return fmt.Errorf("cpu profile %s: %w", *cpuProfile, err)
-		}
-		defer pprof.StopCPUProfile()
-	}
 	began := time.Now()
 	if err := tr.Run(*logEvery, *ckptEvery, checkpoint, stop); err != nil {
 		return err
@@ -305,177 +263,6 @@ func splitDataFlag(data string) ([]string, error) {
 		dirs = append(dirs, d)
 	}
 	return dirs, nil
-}
-
-// loadTrainingSet reads the datasets' episodes as cached features,
-// encoding (and caching) those not cached yet. Episodes that failed are
-// skipped unless all, except expert-labelled ones (DAgger rollouts: their
-// actions are the expert's, whatever the rollout did). Each dataset has its
-// own feature cache: DIR/.features, or with cacheDir and several datasets
-// a subfolder of cacheDir per dataset. With several datasets, episodes are
-// named by their folder's absolute path and bag, so the trainer's record of
-// its episodes (which resuming checks) tells the datasets apart.
-func loadTrainingSet(env *environment, p *policy.Policy, dirs []string, cacheDir string, tasks []string, all bool) ([]*train.Episode, int, []datasetUse, error) {
-	var eps []*train.Episode
-	var uses []datasetUse
-	total := 0
-	for _, dir := range dirs {
-		cache := cacheDir
-		switch {
-		case cache == "":
-			cache = filepath.Join(dir, ".features")
-		case len(dirs) > 1:
-			cache = filepath.Join(cache, datasetCacheName(dir))
-		}
-		qualify := ""
-		if len(dirs) > 1 {
-			qualify = mustAbs(dir)
-		}
-		got, use, err := loadDataset(env, p, dir, cache, qualify, tasks, all)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		eps = append(eps, got...)
-		total += use.Steps
-		uses = append(uses, use)
-	}
-	if len(eps) == 0 {
-		what := "dataset " + dirs[0]
-		if len(dirs) > 1 {
-			what = "datasets " + strings.Join(dirs, ", ")
-		}
-		return nil, 0, nil, fmt.Errorf("%s: no successful or expert-labelled episodes (--all-episodes takes the others) of the tasks asked for", what)
-	}
-	return eps, total, uses, nil
-}
-
-// datasetCacheName is a dataset's subfolder in a shared --cache folder:
-// its base name and a digest of its absolute path, so two datasets'
-// episodes of the same name never share a cache file.
-func datasetCacheName(dir string) string {
-	sum := sha256.Sum256([]byte(mustAbs(dir)))
-	return fmt.Sprintf("%s-%x", filepath.Base(mustAbs(dir)), sum[:6])
-}
-
-// loadDataset reads one dataset's episodes (see loadTrainingSet); their
-// names are prefixed with qualify and "/" when qualify is not empty, and
-// only the episodes of tasks are kept (nil: all).
-func loadDataset(env *environment, p *policy.Policy, dir, cacheDir, qualify string, tasks []string, all bool) ([]*train.Episode, datasetUse, error) {
-	log := env.log.Named("data")
-	use := datasetUse{Dir: dir}
-	ix, err := sim.ReadIndex(dir)
-	if err != nil {
-		return nil, use, err
-	}
-	use.Indexed = len(ix.Episodes)
-	cache, err := train.NewCache(cacheDir, p.Spec())
-	if err != nil {
-		return nil, use, err
-	}
-	c, n, err := p.FeatureShape()
-	if err != nil {
-		return nil, use, err
-	}
-	na := p.ActionSpace().Len()
-	var eps []*train.Episode
-	encoded, began := 0, time.Now()
-	last := began
-	for i, e := range ix.Episodes {
-		if tasks != nil && !slices.Contains(tasks, e.Task) {
-			use.OtherTasks++
-			continue
-		}
-		expert := e.Label == sim.LabelExpert
-		if !e.Success && !expert && !all {
-			use.Skipped++
-			continue
-		}
-		name := strings.TrimSuffix(e.File, filepath.Ext(e.File))
-		ep, err := cache.Load(name, c*n, na)
-		if err != nil {
-			return nil, use, err
-		}
-		if ep == nil {
-			rec, err := sim.ReadEpisode(filepath.Join(dir, e.File), sim.ReadOptions{})
-			if err != nil {
-				return nil, use, err
-			}
-			if rec.Info.Label != e.Label {
-				return nil, use, fmt.Errorf("dataset %s: the index labels %s %q, the bag %q", dir, e.File, e.Label, rec.Info.Label)
-			}
-			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
-			labelled := true // the simulator's bags: keypoint labels for every frame
-			sensed := true   // and proprioception
-			for _, s := range rec.Steps {
-				if s.Action == nil {
-					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
-				}
-				fr.Images = append(fr.Images, s.Image)
-				fr.Actions = append(fr.Actions, s.Action)
-				fr.Keypoints = append(fr.Keypoints, s.Keypoints)
-				labelled = labelled && s.Keypoints != nil
-				fr.Proprio = append(fr.Proprio, s.Proprio)
-				sensed = sensed && s.Proprio != nil
-			}
-			if !labelled {
-				fr.Keypoints = nil
-			}
-			if !sensed {
-				fr.Proprio = nil
-			}
-			if ep, err = train.Encode(p, fr); err != nil {
-				return nil, use, err
-			}
-			if err := cache.Store(ep, na); err != nil {
-				return nil, use, err
-			}
-			encoded++
-		}
-		if qualify != "" {
-			ep.Name = qualify + "/" + ep.Name
-		}
-		if p.Spec().Policy.GoalProbe {
-			if ep.Goal, err = startGoal(e); err != nil {
-				return nil, use, fmt.Errorf("dataset %s: %w", dir, err)
-			}
-		}
-		eps = append(eps, ep)
-		use.Episodes++
-		use.Steps += ep.Steps
-		if expert {
-			use.ExpertLabelled++
-			if !e.Success {
-				use.FailedKept++
-			}
-		}
-		if time.Since(last) > 5*time.Second {
-			last = time.Now()
-			log.Info("loading episodes", "dir", dir, "done", fmt.Sprintf("%d/%d", i+1, len(ix.Episodes)), "encoded", encoded,
-				"frames/s", fmt.Sprintf("%.0f", float64(use.Steps)/time.Since(began).Seconds()))
-		}
-	}
-	log.Info("episodes ready", "dir", dir, "episodes", use.Episodes, "steps", use.Steps, "expert_labelled", use.ExpertLabelled,
-		"failed_kept", use.FailedKept, "skipped", use.Skipped, "other_tasks", use.OtherTasks, "encoded", encoded, "cache", cache.Dir,
-		"took", time.Since(began).Round(time.Millisecond))
-	return eps, use, nil
-}
-
-// startGoal is the goal probe's label of a simulated episode,
-// sim.StartGoal in policy.GoalUnit.
-func startGoal(e sim.IndexEntry) ([]float32, error) {
-	task, err := sim.TaskByName(e.Task)
-	if err != nil {
-		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
-	}
-	g, err := sim.StartGoal(task, e.Seed)
-	if err != nil {
-		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
-	}
-	goal := make([]float32, policy.GoalLen)
-	for i := range goal {
-		goal[i] = float32(g[i] / policy.GoalUnit)
-	}
-	return goal, nil
 }
 
 func fileExists(path string) bool {

@@ -86,21 +86,21 @@ func TestTrainModelUsageErrors(t *testing.T) {
 	}
 }
 
-// --word-ngrams gives fresh weights an instruction encoder that hashes
-// runs of words, so the checkpoint tells "move A near B" from "move B near
-// A"; resuming it with another length is refused.
+// The small-memory-film preset's instruction encoder hashes runs of
+// words, so its checkpoint tells "move A near B" from "move B near A".
 func TestTrainWordNGrams(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	recordTinyDataset(t, data, 1)
 	ckpt := filepath.Join(out, "grams.safetensors")
-	common := []string{"train", "--data", data, "--out", ckpt, "--batch", "1", "--window", "2", "--workers", "1"}
-	if code, _, stderr := runCmd(t, append(common, "--word-ngrams", "3", "--steps", "1")...); code != 0 {
-		t.Fatalf("train --word-ngrams 3: exit %d: %s", code, stderr)
+	args := []string{"train", "--data", data, "--preset", "small-memory-film", "--out", ckpt, "--batch", "1", "--window", "2", "--workers", "1", "--steps", "1"}
+	if code, _, stderr := runCmd(t, args...); code != 0 {
+		t.Fatalf("train --preset small-memory-film: exit %d: %s", code, stderr)
 	}
 	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer p.Close()
 	lang := p.Spec().Language
 	if lang.WordNGrams != 3 {
 		t.Fatalf("the checkpoint's word_ngrams is %d, want 3", lang.WordNGrams)
@@ -119,32 +119,5 @@ func TestTrainWordNGrams(t *testing.T) {
 	}
 	if slices.Equal(rows("move the apple near the sponge"), rows("move the sponge near the apple")) {
 		t.Error("with word 3-grams, the two orders of a move instruction have the same pieces")
-	}
-	code, _, stderr := runCmd(t, append(common, "--word-ngrams", "2", "--steps", "2")...)
-	if code != 2 || !strings.Contains(stderr, "has word_ngrams 3") {
-		t.Errorf("resume with --word-ngrams 2: exit %d: %s", code, stderr)
-	}
-}
-
-// --blind-actions makes fresh weights that feed the action tokens zeros;
-// resuming such a run with --blind-actions=false is refused.
-func TestTrainBlindActions(t *testing.T) {
-	data, out := t.TempDir(), t.TempDir()
-	recordTinyDataset(t, data, 1)
-	ckpt := filepath.Join(out, "blind.safetensors")
-	common := []string{"train", "--data", data, "--out", ckpt, "--batch", "1", "--window", "2", "--workers", "1"}
-	if code, _, stderr := runCmd(t, append(common, "--blind-actions", "--steps", "1")...); code != 0 {
-		t.Fatalf("train --blind-actions: exit %d: %s", code, stderr)
-	}
-	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !p.Spec().Policy.BlindActions {
-		t.Error("the checkpoint of train --blind-actions does not have blind_actions")
-	}
-	code, _, stderr := runCmd(t, append(common, "--blind-actions=false", "--steps", "2")...)
-	if code != 2 || !strings.Contains(stderr, "has blind_actions true") {
-		t.Errorf("resume with --blind-actions=false: exit %d: %s", code, stderr)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -57,14 +56,14 @@ func TestTrainCommand(t *testing.T) {
 	ckpt := filepath.Join(out, "p.safetensors")
 	args := func(steps string) []string {
 		return []string{"train", "--data", data, "--preset", "small", "--out", ckpt, "--steps", steps, "--batch", "2",
-			"--window", "4", "--log-every", "2", "--checkpoint-every", "2", "--ema", "0.5"}
+			"--window", "4", "--log-every", "2", "--checkpoint-every", "2"}
 	}
 	code, _, stderr := runCmd(t, args("4")...)
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
 	}
 	files := newTrainFiles(ckpt)
-	for _, f := range []string{files.ckpt, files.backbone, files.state, files.log, files.curve, files.average} {
+	for _, f := range []string{files.ckpt, files.backbone, files.state, files.log, files.curve} {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("train did not write %s", f)
 		}
@@ -98,21 +97,11 @@ func TestTrainCommand(t *testing.T) {
 			t.Errorf("%s: keypoint labels %v, want [steps %d]", path, k.Shape, sim.KeypointLabelLen)
 		}
 	}
-	// The checkpoint and the moving average load with their backbone, as
-	// the node would load them, and hold different weights.
-	var weights [2][]float32
-	for i, path := range []string{ckpt, files.average} {
-		p, err := policy.Load(path, policy.Options{})
-		if err != nil {
-			t.Fatalf("trained checkpoint: %v", err)
-		}
-		for _, g := range p.Groups() {
-			weights[i] = append(weights[i], g.Params...)
-		}
+	// The checkpoint loads with its backbone, as the node would load it.
+	if p, err := policy.Load(ckpt, policy.Options{}); err != nil {
+		t.Fatalf("trained checkpoint: %v", err)
+	} else {
 		p.Close()
-	}
-	if slices.Equal(weights[0], weights[1]) {
-		t.Errorf("%s holds the checkpoint's weights, not their moving average", files.average)
 	}
 
 	code, _, stderr = runCmd(t, args("6")...)
@@ -158,10 +147,10 @@ func TestTrainUsageErrors(t *testing.T) {
 		{"train", "--data", "d"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--batch", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--window", "100"},
-		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "1", "--keypoint-sigma", "0"},
-		{"train", "--data", "d", "--out", "x.safetensors", "--label-sigma", "-1"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--keypoint-weight", "-1"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--geometry-own", "2"},
+		{"train", "--data", "d", "--out", "x.safetensors", "--lr", "0"},
 		{"train", "--data", "d", "--out", "x.safetensors", "--goal-weight", "-1"},
-		{"train", "--data", "d", "--out", "x.safetensors", "--ema", "1"},
 	} {
 		if code, _, _ := runCmd(t, args...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", args, code)
@@ -169,14 +158,14 @@ func TestTrainUsageErrors(t *testing.T) {
 	}
 }
 
-// TestTrainGoalProbe trains the small-probe preset's goal probe on
+// TestTrainGoalProbe trains the small-goal-probe preset's goal probe on
 // recorded bags: each episode's start goal comes from the simulator and
 // its loss is logged; a preset without a probe refuses the weight.
 func TestTrainGoalProbe(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	recordTinyDataset(t, data, 2)
 	ckpt := filepath.Join(out, "probe.safetensors")
-	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-probe", "--goal-weight", "1", "--out", ckpt,
+	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-goal-probe", "--goal-weight", "1", "--out", ckpt,
 		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
@@ -201,14 +190,15 @@ func TestTrainGoalProbe(t *testing.T) {
 	}
 }
 
-// TestTrainKeypoints trains the small-keypoints preset with keypoint
-// supervision on recorded bags: the labels travel from the recorder
-// through the feature cache to the loss, logged beside it.
+// TestTrainKeypoints trains the small-keypoints preset on recorded bags,
+// with the keypoint supervision its keypoint token gets by default: the
+// labels travel from the recorder through the feature cache to the loss,
+// logged beside it.
 func TestTrainKeypoints(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
 	recordTinyDataset(t, data, 2)
 	ckpt := filepath.Join(out, "kp.safetensors")
-	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--keypoint-weight", "1", "--out", ckpt,
+	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--out", ckpt,
 		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
@@ -226,25 +216,13 @@ func TestTrainKeypoints(t *testing.T) {
 			t.Errorf("update %d: keypoint loss %v, want > 0", r.Step, r.KeypointLoss)
 		}
 	}
-	// The preset feeds the action tokens zeros unless told otherwise.
+	// The preset feeds the action tokens zeros.
 	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !p.Spec().Policy.BlindActions {
-		t.Error("small-keypoints without --blind-actions is not blind")
-	}
-	p.Close()
-	sighted := filepath.Join(out, "sighted.safetensors")
-	if code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-keypoints", "--blind-actions=false", "--out", sighted,
-		"--steps", "1", "--batch", "2", "--window", "4"); code != 0 {
-		t.Fatalf("train --blind-actions=false: exit %d: %s", code, stderr)
-	}
-	if p, err = policy.Load(sighted, policy.Options{NoBackbone: true}); err != nil {
-		t.Fatal(err)
-	}
-	if p.Spec().Policy.BlindActions {
-		t.Error("small-keypoints with --blind-actions=false is blind")
+		t.Error("small-keypoints is not blind")
 	}
 	p.Close()
 	// Without a keypoint token the supervision is refused.

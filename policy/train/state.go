@@ -57,11 +57,6 @@ func (tr *Trainer) SaveState(path string) error {
 		f.Tensors["adam/m/"+g.Name] = safetensors.FromFloat32(g.Params, len(g.Params))
 		f.Tensors["adam/v/"+g.Name] = safetensors.FromFloat32(tr.opt.V[i].Params, len(g.Params))
 	}
-	if tr.ema != nil {
-		for _, g := range tr.ema.Params {
-			f.Tensors["ema/"+g.Name] = safetensors.FromFloat32(g.Params, len(g.Params))
-		}
-	}
 	k, d := tr.p.Spec().Vision.Head.Tokens, tr.p.Spec().TTM.Dim
 	for i, s := range tr.streams {
 		n := s.st.Window.Len()
@@ -95,7 +90,7 @@ func (tr *Trainer) LoadState(path string) error {
 	if err != nil {
 		return fmt.Errorf("train state: %w", err)
 	}
-	cfg := Config{GeometryOwnFrom: DefaultConfig().GeometryOwnFrom} // states before the field had it fixed there
+	var cfg Config
 	if err := json.Unmarshal([]byte(f.Metadata[stateConfigKey]), &cfg); err != nil {
 		return fmt.Errorf("train state %s: config: %w", path, err)
 	}
@@ -130,13 +125,6 @@ func (tr *Trainer) LoadState(path string) error {
 		}
 		if err := load("adam/v/"+g.Name, tr.opt.V[i].Params); err != nil {
 			return err
-		}
-	}
-	if tr.ema != nil {
-		for _, g := range tr.ema.Params {
-			if err := load("ema/"+g.Name, g.Params); err != nil {
-				return err
-			}
 		}
 	}
 	k, d := tr.p.Spec().Vision.Head.Tokens, tr.p.Spec().TTM.Dim

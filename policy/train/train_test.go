@@ -1,7 +1,6 @@
 package train
 
 import (
-	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -142,7 +141,6 @@ func TestTrainingIsDeterministic(t *testing.T) {
 // uninterrupted updates, bit for bit.
 func TestResumeContinuesExactly(t *testing.T) {
 	cfg := smallConfig()
-	cfg.EMA = 0.9 // the moving average is resumed too
 	p := testPolicy(t)
 	eps := syntheticEpisodes(p, 3, 7, 2)
 	tr, err := New(cfg, p, eps, nil)
@@ -154,7 +152,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want, wantAverage := flatParams(p), averageParams(t, tr)
+	want := flatParams(p)
 
 	dir := t.TempDir()
 	ckpt, state := filepath.Join(dir, "p.safetensors"), filepath.Join(dir, "p.state")
@@ -197,15 +195,12 @@ func TestResumeContinuesExactly(t *testing.T) {
 	if got := flatParams(p2); !slices.Equal(got, want) {
 		t.Error("resumed run's weights differ from the uninterrupted run's")
 	}
-	if got := averageParams(t, tr2); !slices.Equal(got, wantAverage) {
-		t.Error("resumed run's moving average differs from the uninterrupted run's")
-	}
 
 	// A state for other episodes or settings is refused.
 	for _, edit := range []func(*Config){
 		func(c *Config) { c.Batch = 5 },
-		func(c *Config) { c.EMA = 0 },
-		func(c *Config) { c.EMA = 0.99 },
+		func(c *Config) { c.LR *= 2 },
+		func(c *Config) { c.Seed++ },
 	} {
 		other := cfg
 		edit(&other)
@@ -217,37 +212,6 @@ func TestResumeContinuesExactly(t *testing.T) {
 	tr4, _ := New(cfg, p2, eps[:2], nil)
 	if err := tr4.LoadState(state); err == nil {
 		t.Error("state of other episodes accepted")
-	}
-
-	// A state written before geometry_own_from existed meant half, the default.
-	f, err := safetensors.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal([]byte(f.Metadata[stateConfigKey]), &fields); err != nil {
-		t.Fatal(err)
-	}
-	if fields["geometry_own_from"] != 0.5 {
-		t.Fatalf("state config's geometry_own_from = %v, want 0.5", fields["geometry_own_from"])
-	}
-	delete(fields, "geometry_own_from")
-	js, _ := json.Marshal(fields)
-	f.Metadata[stateConfigKey] = string(js)
-	old := filepath.Join(dir, "old.state")
-	if err := safetensors.WriteFile(old, f); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		from float64
-		ok   bool
-	}{{0.5, true}, {0.25, false}} {
-		cfg5 := cfg
-		cfg5.GeometryOwnFrom = c.from
-		tr5, _ := New(cfg5, p2, eps, nil)
-		if err := tr5.LoadState(old); (err == nil) != c.ok {
-			t.Errorf("state without geometry_own_from, run from %v: %v", c.from, err)
-		}
 	}
 }
 
@@ -289,93 +253,6 @@ func TestAdamWHandComputed(t *testing.T) {
 		if math.Abs(float64(params[0].Params[i])-w) > 1e-6 {
 			t.Errorf("param %d = %v, want %v", i, params[0].Params[i], w)
 		}
-	}
-}
-
-func TestEMAHandComputed(t *testing.T) {
-	params := []policy.Group{{Name: "w", Params: []float32{1, -2}}}
-	e := NewEMA(params, 0.75)
-	params[0].Params[0], params[0].Params[1] = 3, 2
-	e.Update(params) // a += 0.25·(θ - a)
-	if got := e.Params[0].Params; !slices.Equal(got, []float32{1.5, -1}) {
-		t.Errorf("after one update %v, want [1.5 -1]", got)
-	}
-	e.Update(params)
-	if got := e.Params[0].Params; !slices.Equal(got, []float32{1.875, -0.25}) {
-		t.Errorf("after two updates %v, want [1.875 -0.25]", got)
-	}
-}
-
-// averageParams is the trainer's moving average of the weights, read
-// through WithAverage.
-func averageParams(t *testing.T, tr *Trainer) []float32 {
-	t.Helper()
-	var out []float32
-	if err := tr.WithAverage(func() error { out = flatParams(tr.p); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// TestMovingAverage: the average leaves training's weights alone, follows
-// the recurrence over the weights after each update (computed here in
-// float64), and WithAverage puts the trained weights back.
-func TestMovingAverage(t *testing.T) {
-	cfg := smallConfig()
-	var plain []float32
-	{
-		p := testPolicy(t)
-		tr, err := New(cfg, p, syntheticEpisodes(p, 3, 7, 4), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tr.WithAverage(func() error { return nil }); err == nil {
-			t.Error("WithAverage without an average: no error")
-		}
-		for range 6 {
-			if _, _, _, err := tr.Step(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		plain = flatParams(p)
-	}
-
-	cfg.EMA = 0.6
-	p := testPolicy(t)
-	tr, err := New(cfg, p, syntheticEpisodes(p, 3, 7, 4), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := make([]float64, 0, len(plain))
-	for _, v := range flatParams(p) {
-		want = append(want, float64(v))
-	}
-	for range 6 {
-		if _, _, _, err := tr.Step(); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range flatParams(p) {
-			want[i] = 0.6*want[i] + 0.4*float64(v)
-		}
-	}
-	if !slices.Equal(flatParams(p), plain) {
-		t.Error("keeping a moving average changed the trained weights")
-	}
-	got := averageParams(t, tr)
-	moved := 0
-	for i, w := range want {
-		if math.Abs(float64(got[i])-w) > 1e-6*(1+math.Abs(w)) {
-			t.Fatalf("average[%d] = %v, want %v", i, got[i], w)
-		}
-		if got[i] != plain[i] {
-			moved++
-		}
-	}
-	if moved < len(plain)/2 {
-		t.Errorf("the average equals the trained weights in %d of %d values", len(plain)-moved, len(plain))
-	}
-	if !slices.Equal(flatParams(p), plain) {
-		t.Error("WithAverage did not put the trained weights back")
 	}
 }
 
@@ -731,16 +608,16 @@ func TestProprioLearns(t *testing.T) {
 	}
 }
 
-// TestGeometryOwnDraws: with GeometryOwn the updates before
-// GeometryOwnFrom read labels only; after it each window reads the
+// TestGeometryOwnDraws: with GeometryOwn the first half of the updates
+// read labels only; after it each window reads the
 // policy's own keypoints with the given probability, the same draw
-// whatever the workers; the setting needs geometry labels, a probability
-// and a start share below one.
+// whatever the workers; the setting needs geometry labels and a
+// probability.
 func TestGeometryOwnDraws(t *testing.T) {
-	for _, c := range []struct{ p, from float64 }{{0, 0.5}, {0.3, 0.5}, {1, 0.5}, {0.5, 0}, {0.75, 0.25}} {
+	for _, c := range []struct{ p float64 }{{0}, {0.3}, {0.5}, {1}} {
 		cfg := smallConfig()
-		cfg.Steps, cfg.Batch, cfg.GeometryLabels, cfg.GeometryOwn, cfg.GeometryOwnFrom = 400, 32, true, c.p, c.from
-		start := int(c.from * 400) // hand-computed: the first update that may read its own keypoints
+		cfg.Steps, cfg.Batch, cfg.GeometryLabels, cfg.GeometryOwn = 400, 32, true, c.p
+		const start = 200 // hand-computed: the first update that may read its own keypoints
 		tr := &Trainer{cfg: cfg, opt: &AdamW{}}
 		own, draws := 0, 0
 		for step := range cfg.Steps {
@@ -765,12 +642,11 @@ func TestGeometryOwnDraws(t *testing.T) {
 			t.Errorf("%+v: %d of %d windows from update %d read their own keypoints", c, own, draws, start)
 		}
 	}
-	for _, c := range []Config{{GeometryOwn: 0.5}, {GeometryOwn: 1.5, GeometryLabels: true}, {GeometryOwn: math.NaN(), GeometryLabels: true},
-		{GeometryOwn: 0.5, GeometryLabels: true, GeometryOwnFrom: 1}, {GeometryOwn: 0.5, GeometryLabels: true, GeometryOwnFrom: -0.1}} {
+	for _, c := range []Config{{GeometryOwn: 0.5}, {GeometryOwn: 1.5, GeometryLabels: true}, {GeometryOwn: math.NaN(), GeometryLabels: true}} {
 		cfg := smallConfig()
-		cfg.GeometryOwn, cfg.GeometryLabels, cfg.GeometryOwnFrom = c.GeometryOwn, c.GeometryLabels, c.GeometryOwnFrom
+		cfg.GeometryOwn, cfg.GeometryLabels = c.GeometryOwn, c.GeometryLabels
 		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "geometry_own") {
-			t.Errorf("geometry_own %v from %v with labels %v: %v", c.GeometryOwn, c.GeometryOwnFrom, c.GeometryLabels, err)
+			t.Errorf("geometry_own %v with labels %v: %v", c.GeometryOwn, c.GeometryLabels, err)
 		}
 	}
 }
@@ -883,6 +759,43 @@ func TestBalanceWindows(t *testing.T) {
 		}
 		if hi-lo > slices.Max(lens) {
 			t.Fatalf("%v over %d workers: loads %d..%d differ by more than the longest window", lens, workers, lo, hi)
+		}
+	}
+}
+
+// TestConfigFor: each preset gets the auxiliary losses of the parts it
+// has, and DefaultConfig's settings otherwise.
+func TestConfigFor(t *testing.T) {
+	for _, tc := range []struct {
+		preset           string
+		keypoint, goal   float64
+		geometry         bool
+		geometryOwnShare float64
+	}{
+		{"small", 0, 0, false, 0},
+		{"robot", 0, 0, false, 0},
+		{"small-keypoints", 1, 0, false, 0},
+		{"small-proprio", 1, 0, false, 0},
+		{"small-geometry", 1, 0, true, 0.5},
+		{"small-memory-film", 1, 0, true, 0.5},
+		{"small-goal-probe", 1, 0.2, true, 0.5},
+		{"small-memory-prior", 1, 0.2, true, 0.5},
+	} {
+		spec, err := policy.Preset(tc.preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := ConfigFor(spec)
+		want := DefaultConfig()
+		want.KeypointWeight, want.GoalWeight, want.GeometryLabels, want.GeometryOwn = tc.keypoint, tc.goal, tc.geometry, tc.geometryOwnShare
+		if tc.keypoint > 0 {
+			want.KeypointSigma = 0.5
+		}
+		if c != want {
+			t.Errorf("%s: %+v, want %+v", tc.preset, c, want)
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: %v", tc.preset, err)
 		}
 	}
 }

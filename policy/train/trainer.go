@@ -62,31 +62,52 @@ type Config struct {
 	// target points' back-projection (policy.Learner.GeometryFromLabels).
 	GeometryLabels bool `json:"geometry_labels,omitempty"`
 	// GeometryOwn, with GeometryLabels, exposes the policy to its own
-	// keypoints' errors before it acts on them: after GeometryOwnFrom of
-	// the updates, each window reads its geometry from the policy's
+	// keypoints' errors before it acts on them: over the second half of
+	// the updates (geometryOwnFrom), each window reads its geometry from the policy's
 	// keypoints (policy.StepData.OwnGeometry) with this probability. The
 	// updates before train on labels alone: a keypoint that is still
 	// learning would teach the policy to distrust the geometry.
 	GeometryOwn float64 `json:"geometry_own,omitempty"`
-	// GeometryOwnFrom is the share of the updates, in [0, 1), done before
-	// the own keypoints come in (DefaultConfig: half). Not omitted when
-	// zero: a state file without it predates it and meant half.
-	GeometryOwnFrom float64 `json:"geometry_own_from"`
 	// GoalWeight, when positive, trains a policy's goal probe on the
 	// episodes' start goals (Episode.Goal) as an auxiliary loss of this
 	// weight (policy.Learner.GoalWeight).
 	GoalWeight float64 `json:"goal_weight,omitempty"`
-	// EMA, when positive, keeps an exponential moving average of the
-	// weights with this decay per update (see EMA), saved as a checkpoint
-	// of its own.
-	EMA float64 `json:"ema,omitempty"`
 }
 
-// DefaultConfig is the small preset's recipe.
+// DefaultConfig is the recipe every policy trains with: 16 windows of 16
+// steps per update, the mode-gated loss with binned labels spread over 2
+// bins, and regressed labels at a bound of their range censored.
 func DefaultConfig() Config {
-	return Config{Steps: 3000, Batch: 32, Window: 8, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
-		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2,
-		GeometryOwnFrom: 0.5}
+	return Config{Steps: 3000, Batch: 16, Window: 16, LR: 1e-3, Warmup: 100, LRFloor: 0.05,
+		WeightDecay: 0.01, ClipNorm: 1, Seed: 1, Workers: 2, ModeGated: true, LabelSigma: 2, CensorBounds: true}
+}
+
+// Auxiliary losses' weights, the defaults of a policy that has their part
+// (ConfigFor).
+const (
+	DefaultKeypointWeight = 1   // a vision head with a keypoint token
+	DefaultGeometryOwn    = 0.5 // target geometry
+	DefaultGoalWeight     = 0.2 // a goal probe
+)
+
+// ConfigFor is DefaultConfig with the auxiliary losses of the parts spec's
+// policy has: the keypoint supervision (DefaultKeypointWeight, Gaussian
+// targets vision.DefaultKeypointSigma cells wide) for a head with a
+// keypoint token; for target geometry, geometry labels of which
+// DefaultGeometryOwn of the windows read the policy's own keypoints
+// instead; the goal probe's loss (DefaultGoalWeight) for a policy with one.
+func ConfigFor(spec policy.Spec) Config {
+	c := DefaultConfig()
+	if spec.Vision.Head.Keypoints {
+		c.KeypointWeight, c.KeypointSigma = DefaultKeypointWeight, vision.DefaultKeypointSigma
+	}
+	if spec.Policy.TargetGeometry != nil {
+		c.GeometryLabels, c.GeometryOwn = true, DefaultGeometryOwn
+	}
+	if spec.Policy.GoalProbe {
+		c.GoalWeight = DefaultGoalWeight
+	}
+	return c
 }
 
 // Validate reports the first unusable field.
@@ -112,10 +133,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
 	case !(c.GeometryOwn >= 0 && c.GeometryOwn <= 1) || c.GeometryOwn > 0 && !c.GeometryLabels:
 		return fmt.Errorf("train: geometry_own %v: want a probability in [0, 1], and geometry labels to mix with", c.GeometryOwn)
-	case !(c.EMA >= 0 && c.EMA < 1):
-		return fmt.Errorf("train: ema %v: want a decay in [0, 1)", c.EMA)
-	case !(c.GeometryOwnFrom >= 0 && c.GeometryOwnFrom < 1):
-		return fmt.Errorf("train: geometry_own_from %v: want a share of the updates in [0, 1)", c.GeometryOwnFrom)
 	}
 	return nil
 }
@@ -154,7 +171,6 @@ type Trainer struct {
 	toks     []language.Tokens
 	learners []*policy.Learner
 	opt      *AdamW
-	ema      *EMA // nil without Config.EMA
 	sched    Schedule
 	streams  []*stream
 	data     [][]policy.StepData // per stream, the window's steps
@@ -223,7 +239,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	}
 	if cfg.GoalWeight > 0 {
 		if !spec.Policy.GoalProbe {
-			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-probe preset)")
+			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-goal-probe preset)")
 		}
 		goals := 0
 		for _, e := range eps {
@@ -237,7 +253,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		log.Info("goal probe", "weight", cfg.GoalWeight, "episodes_with_goal", goals, "episodes", len(eps))
 	}
 	if cfg.GeometryLabels && (spec.Policy.TargetGeometry == nil || labelled == 0) {
-		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-target preset) and episodes with keypoint labels")
+		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-geometry preset) and episodes with keypoint labels")
 	}
 	for range cfg.Workers {
 		l := policy.NewLearner(p, cfg.Window, featLen/c)
@@ -252,9 +268,6 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 	}
 	groups := p.Groups()
 	tr.opt = NewAdamW(groups, decayMasks(p), cfg.WeightDecay)
-	if cfg.EMA > 0 {
-		tr.ema = NewEMA(groups, cfg.EMA)
-	}
 	for i := range cfg.Batch {
 		s := &stream{st: p.NewState()}
 		tr.streams = append(tr.streams, s)
@@ -291,11 +304,16 @@ func (tr *Trainer) startEpisode(i int) {
 	s.st.Reset()
 }
 
+// geometryOwnFrom is the share of the updates that read labels only
+// before Config.GeometryOwn's own keypoints come in: a keypoint that is
+// still learning would teach the policy to distrust the geometry.
+const geometryOwnFrom = 0.5
+
 // ownGeometry draws whether stream i's window of the coming update reads
 // the policy's own keypoints (Config.GeometryOwn), from a generator seeded
 // by the update and the stream, so the draw does not depend on the workers.
 func (tr *Trainer) ownGeometry(i int) bool {
-	if tr.cfg.GeometryOwn <= 0 || float64(tr.opt.Step) < tr.cfg.GeometryOwnFrom*float64(tr.cfg.Steps) {
+	if tr.cfg.GeometryOwn <= 0 || float64(tr.opt.Step) < geometryOwnFrom*float64(tr.cfg.Steps) {
 		return false
 	}
 	r := rand.New(rand.NewPCG(tr.cfg.Seed^0x6765_6f6d_6f77_6e00, uint64(tr.opt.Step)<<16|uint64(i)))
@@ -382,9 +400,6 @@ func (tr *Trainer) step() (update, error) {
 	}
 	tr.opt.Update(tr.p.Groups(), grads, tr.sched.At(tr.opt.Step))
 	tr.p.ParamsChanged()
-	if tr.ema != nil {
-		tr.ema.Update(tr.p.Groups())
-	}
 
 	var sumLoss, sumKeypoint, sumGoal float64
 	correct, labels := 0, 0

@@ -1,0 +1,220 @@
+// Package dataset turns recorded episode bags into the trainer's
+// episodes: it reads a dataset folder's index (sim.ReadIndex) and bags,
+// keeps the episodes a run trains on, encodes their frames through the
+// policy's frozen front end (train.Encode) and keeps the features in a
+// cache beside the dataset, so that a second run reads them back.
+package dataset
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/policy/train"
+	"github.com/ttmrobot/ttm/sim"
+)
+
+// Use is what a training run took from one dataset folder.
+type Use struct {
+	Dir      string `json:"dir"`
+	Indexed  int    `json:"indexed"`  // episodes in its index
+	Episodes int    `json:"episodes"` // episodes trained on
+	Steps    int    `json:"steps"`
+	// ExpertLabelled counts the episodes trained on whose actions are the
+	// expert's labels (DAgger rollouts), FailedKept those of them whose
+	// rollout failed, Skipped the failed episodes left out.
+	ExpertLabelled int `json:"expert_labelled"`
+	FailedKept     int `json:"failed_kept"`
+	Skipped        int `json:"skipped"`
+	// OtherTasks counts the episodes of tasks --tasks left out.
+	OtherTasks int `json:"other_tasks,omitempty"`
+}
+
+// Load reads the datasets' episodes as cached features,
+// encoding (and caching) those not cached yet. Episodes that failed are
+// skipped unless all, except expert-labelled ones (DAgger rollouts: their
+// actions are the expert's, whatever the rollout did). Each dataset has its
+// own feature cache: DIR/.features, or with cacheDir and several datasets
+// a subfolder of cacheDir per dataset. With several datasets, episodes are
+// named by their folder's absolute path and bag, so the trainer's record of
+// its episodes (which resuming checks) tells the datasets apart.
+// It returns the episodes, their steps in all and what each dataset gave;
+// tasks nil takes every task's episodes. log may be nil.
+func Load(log hclog.Logger, p *policy.Policy, dirs []string, cacheDir string, tasks []string, all bool) ([]*train.Episode, int, []Use, error) {
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	var eps []*train.Episode
+	var uses []Use
+	total := 0
+	for _, dir := range dirs {
+		cache := cacheDir
+		switch {
+		case cache == "":
+			cache = filepath.Join(dir, ".features")
+		case len(dirs) > 1:
+			cache = filepath.Join(cache, CacheName(dir))
+		}
+		qualify := ""
+		if len(dirs) > 1 {
+			qualify = mustAbs(dir)
+		}
+		got, use, err := loadDir(log, p, dir, cache, qualify, tasks, all)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		eps = append(eps, got...)
+		total += use.Steps
+		uses = append(uses, use)
+	}
+	if len(eps) == 0 {
+		what := "dataset " + dirs[0]
+		if len(dirs) > 1 {
+			what = "datasets " + strings.Join(dirs, ", ")
+		}
+		return nil, 0, nil, fmt.Errorf("%s: no successful or expert-labelled episodes (all takes the others) of the tasks asked for", what)
+	}
+	return eps, total, uses, nil
+}
+
+// CacheName is a dataset's subfolder in a shared cache folder:
+// its base name and a digest of its absolute path, so two datasets'
+// episodes of the same name never share a cache file.
+func CacheName(dir string) string {
+	sum := sha256.Sum256([]byte(mustAbs(dir)))
+	return fmt.Sprintf("%s-%x", filepath.Base(mustAbs(dir)), sum[:6])
+}
+
+// loadDir reads one dataset's episodes (see Load); their
+// names are prefixed with qualify and "/" when qualify is not empty, and
+// only the episodes of tasks are kept (nil: all).
+func loadDir(log hclog.Logger, p *policy.Policy, dir, cacheDir, qualify string, tasks []string, all bool) ([]*train.Episode, Use, error) {
+	use := Use{Dir: dir}
+	ix, err := sim.ReadIndex(dir)
+	if err != nil {
+		return nil, use, err
+	}
+	use.Indexed = len(ix.Episodes)
+	cache, err := train.NewCache(cacheDir, p.Spec())
+	if err != nil {
+		return nil, use, err
+	}
+	c, n, err := p.FeatureShape()
+	if err != nil {
+		return nil, use, err
+	}
+	na := p.ActionSpace().Len()
+	var eps []*train.Episode
+	encoded, began := 0, time.Now()
+	last := began
+	for i, e := range ix.Episodes {
+		if tasks != nil && !slices.Contains(tasks, e.Task) {
+			use.OtherTasks++
+			continue
+		}
+		expert := e.Label == sim.LabelExpert
+		if !e.Success && !expert && !all {
+			use.Skipped++
+			continue
+		}
+		name := strings.TrimSuffix(e.File, filepath.Ext(e.File))
+		ep, err := cache.Load(name, c*n, na)
+		if err != nil {
+			return nil, use, err
+		}
+		if ep == nil {
+			rec, err := sim.ReadEpisode(filepath.Join(dir, e.File), sim.ReadOptions{})
+			if err != nil {
+				return nil, use, err
+			}
+			if rec.Info.Label != e.Label {
+				return nil, use, fmt.Errorf("dataset %s: the index labels %s %q, the bag %q", dir, e.File, e.Label, rec.Info.Label)
+			}
+			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
+			labelled := true // the simulator's bags: keypoint labels for every frame
+			sensed := true   // and proprioception
+			for _, s := range rec.Steps {
+				if s.Action == nil {
+					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
+				}
+				fr.Images = append(fr.Images, s.Image)
+				fr.Actions = append(fr.Actions, s.Action)
+				fr.Keypoints = append(fr.Keypoints, s.Keypoints)
+				labelled = labelled && s.Keypoints != nil
+				fr.Proprio = append(fr.Proprio, s.Proprio)
+				sensed = sensed && s.Proprio != nil
+			}
+			if !labelled {
+				fr.Keypoints = nil
+			}
+			if !sensed {
+				fr.Proprio = nil
+			}
+			if ep, err = train.Encode(p, fr); err != nil {
+				return nil, use, err
+			}
+			if err := cache.Store(ep, na); err != nil {
+				return nil, use, err
+			}
+			encoded++
+		}
+		if qualify != "" {
+			ep.Name = qualify + "/" + ep.Name
+		}
+		if p.Spec().Policy.GoalProbe {
+			if ep.Goal, err = startGoal(e); err != nil {
+				return nil, use, fmt.Errorf("dataset %s: %w", dir, err)
+			}
+		}
+		eps = append(eps, ep)
+		use.Episodes++
+		use.Steps += ep.Steps
+		if expert {
+			use.ExpertLabelled++
+			if !e.Success {
+				use.FailedKept++
+			}
+		}
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			log.Info("loading episodes", "dir", dir, "done", fmt.Sprintf("%d/%d", i+1, len(ix.Episodes)), "encoded", encoded,
+				"frames/s", fmt.Sprintf("%.0f", float64(use.Steps)/time.Since(began).Seconds()))
+		}
+	}
+	log.Info("episodes ready", "dir", dir, "episodes", use.Episodes, "steps", use.Steps, "expert_labelled", use.ExpertLabelled,
+		"failed_kept", use.FailedKept, "skipped", use.Skipped, "other_tasks", use.OtherTasks, "encoded", encoded, "cache", cache.Dir,
+		"took", time.Since(began).Round(time.Millisecond))
+	return eps, use, nil
+}
+
+// startGoal is the goal probe's label of a simulated episode,
+// sim.StartGoal in policy.GoalUnit.
+func startGoal(e sim.IndexEntry) ([]float32, error) {
+	task, err := sim.TaskByName(e.Task)
+	if err != nil {
+		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
+	}
+	g, err := sim.StartGoal(task, e.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
+	}
+	goal := make([]float32, policy.GoalLen)
+	for i := range goal {
+		goal[i] = float32(g[i] / policy.GoalUnit)
+	}
+	return goal, nil
+}
+
+func mustAbs(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return path
+	}
+	return abs
+}
