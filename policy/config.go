@@ -353,6 +353,9 @@ func Presets() map[string]Spec {
 
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
+	// The design's memory: m = 96 memory tokens, r = 16 read tokens.
+	kitchenTTM := proprioTTM
+	kitchenTTM.MemorySize, kitchenTTM.ProcessSize = 96, 16
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
 	return map[string]Spec{
@@ -402,6 +405,17 @@ func Presets() map[string]Spec {
 			Policy: Config{Preset: "small-memory-prior", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
 			TTM: proprioTTM, Vision: kpVision, Language: wordsLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		// kitchen: the policy for all eight tasks, at the design's memory
+		// (m 96, r 16) and width 64: keypoint token (hand, target,
+		// destination), proprioception, the target's geometry, a regressed
+		// arm, word 3-grams, memory-steered FiLM, the goal probe and the
+		// memory prior over the keypoints.
+		"kitchen": {
+			Policy: Config{Preset: "kitchen", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
+			TTM: kitchenTTM, Vision: kpVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}
