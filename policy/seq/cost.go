@@ -280,6 +280,10 @@ func PlotCost(path string, rows []CostRow) error {
 			s.p.Legend.Add(name, l, pts)
 		}
 	}
+	for _, p := range []*plot.Plot{top, bottom} {
+		widenPoint(&p.X)
+		widenPoint(&p.Y)
+	}
 	const w, h = 8 * vg.Inch, 10 * vg.Inch
 	img := vgimg.New(w, h)
 	dc := draw.New(img)
@@ -291,4 +295,13 @@ func PlotCost(path string, rows []CostRow) error {
 		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 		return err
 	})
+}
+
+// widenPoint gives a log axis that spans a single value (one step, or
+// equal latencies) a decade around it: a log scale of zero width has no
+// ticks to draw.
+func widenPoint(a *plot.Axis) {
+	if a.Min == a.Max {
+		a.Min, a.Max = a.Min/10, a.Max*10
+	}
 }

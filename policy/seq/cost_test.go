@@ -123,6 +123,10 @@ func TestPlotCost(t *testing.T) {
 	if err := PlotCost(path, nil); err == nil {
 		t.Error("no rows plotted without an error")
 	}
+	one := []CostRow{{Model: "ttm", Step: 1, Latency: time.Millisecond, FLOPs: 1000}}
+	if err := PlotCost(path, one); err != nil {
+		t.Errorf("a single step: %v", err)
+	}
 	rows[0].Latency = 0
 	if err := PlotCost(path, rows); err == nil || !strings.Contains(err.Error(), "log axes") {
 		t.Errorf("a zero latency: %v", err)
