@@ -143,7 +143,7 @@ memory: build
 	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --out $(MEMORY_DIR)/memory/policy.safetensors
 	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --no-memory --out $(MEMORY_DIR)/no-memory/policy.safetensors
 	$(BIN) eval --policy $(MEMORY_DIR)/memory/policy.safetensors --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --ablations nomem,knockout --out $(MEMORY_DIR)/eval-memory
-	$(BIN) eval --policy $(MEMORY_DIR)/no-memory/policy.safetensors --no-memory --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --out $(MEMORY_DIR)/eval-no-memory
+	$(BIN) eval --policy $(MEMORY_DIR)/no-memory/policy.safetensors --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --out $(MEMORY_DIR)/eval-no-memory
 
 # The node under load for SOAK (robot preset, 10 Hz, a 15 Hz camera): deadline
 # misses, loop jitter, image-to-action latency, RSS; results in bin/soak.json.
