@@ -75,7 +75,7 @@ func flipByte(t *testing.T, path string, off int) {
 }
 
 // TestStartChecksFilesFirst starts the node on a missing, truncated or
-// corrupt checkpoint or backbone, with no master running and with one: it
+// corrupt checkpoint or backbone, or a checkpoint path naming /dev/zero, with no master running and with one: it
 // fails within a second, naming the file and what is wrong with it,
 // instead of waiting for the master first.
 func TestStartChecksFilesFirst(t *testing.T) {
@@ -104,6 +104,14 @@ func TestStartChecksFilesFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "checkpoint", "policy/head/bias holds NaN"},
+		{"checkpoint is a device", func(t *testing.T, ckpt, _ string) {
+			if err := os.Remove(ckpt); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/dev/zero", ckpt); err != nil {
+				t.Fatal(err)
+			}
+		}, "checkpoint", "not a regular file"},
 		{"missing backbone", func(t *testing.T, _, backbone string) { os.Remove(backbone) }, "backbone", "no such file or directory"},
 		{"truncated backbone", func(t *testing.T, _, backbone string) { truncate(t, backbone) }, "backbone", "SHA-256"},
 		{"corrupt backbone", func(t *testing.T, _, backbone string) { flipByte(t, backbone, 1000) }, "backbone", "SHA-256"},

@@ -90,7 +90,7 @@ func TestLoadFile(t *testing.T) {
 		want       string // error substring; "" for none
 	}{
 		{"good", good, count, ""},
-		{"missing file", filepath.Join(dir, "missing"), count, "load thing: open " + filepath.Join(dir, "missing")},
+		{"missing file", filepath.Join(dir, "missing"), count, "load thing: stat " + filepath.Join(dir, "missing") + ": no such file"},
 		{"rejected", good, refuse, "load thing " + good + ": no thanks"},
 	}
 	for _, tc := range cases {

@@ -240,11 +240,34 @@ func Parse(b []byte) (*File, error) {
 	return f, nil
 }
 
-// ReadFile reads and parses the file at path.
+// MaxFileBytes bounds the files ReadFile reads: the robot preset's
+// training state is about 0.4 GB.
+const MaxFileBytes = 8 << 30
+
+// ReadFile reads and parses the file at path, a regular file of at most
+// MaxFileBytes: a device or a pipe named by mistake is refused, not read
+// without end.
 func ReadFile(path string) (*File, error) {
-	b, err := os.ReadFile(path)
+	st, err := os.Stat(path)
 	if err != nil {
 		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, st.Mode().Type())
+	}
+	if st.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than the %d a safetensors file may have here", path, st.Size(), int64(MaxFileBytes))
+	}
+	r, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	// Read only what the stat promised: a file that grows meanwhile is
+	// caught by Parse's length checks.
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f, err := Parse(b)
 	if err != nil {

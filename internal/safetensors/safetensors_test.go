@@ -135,6 +135,36 @@ func TestWriteFileIsAtomic(t *testing.T) {
 	}
 }
 
+// TestReadFileRefuses: what is not a regular file of a plausible size is
+// refused before a byte is read; /dev/zero used to be read without end.
+func TestReadFileRefuses(t *testing.T) {
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.safetensors")
+	if err := os.WriteFile(huge, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge, MaxFileBytes+1); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short.safetensors")
+	if err := os.WriteFile(short, encode(t, sample())[:12], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, path, want string }{
+		{"device", "/dev/zero", "not a regular file"},
+		{"directory", dir, "not a regular file"},
+		{"too large", huge, "more than"},
+		{"missing", filepath.Join(dir, "none.safetensors"), "no such file"},
+		{"truncated", short, "safetensors"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := ReadFile(tc.path); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ReadFile(%s): %v, want an error containing %q", tc.path, err, tc.want)
+			}
+		})
+	}
+}
+
 func FuzzParse(f *testing.F) {
 	valid := encode(f, sample())
 	f.Add(valid)
