@@ -99,6 +99,7 @@ func (d *diagState) diagnostics(s Stats, now time.Time, in *Inputs, unpublished 
 	u("embeddings_refused", s.EmbeddingsBad)
 	u("proprio_in", s.ProprioIn)
 	u("proprio_refused", s.ProprioBad)
+	u("instructions_refused", s.InstructionsBad)
 	u("stale_proprio_ticks", s.StaleProprio)
 	u("policy_errors", s.PolicyErrors)
 	u("actions_modified_by_filter", s.Modified)

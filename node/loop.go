@@ -550,6 +550,7 @@ func (l *Loop) Stats() Stats {
 	s.EmbeddingsBad = l.in.embeddingsBad.Load()
 	s.ProprioIn = l.in.proprioIn.Load()
 	s.ProprioBad = l.in.proprioBad.Load()
+	s.InstructionsBad = l.in.instructionsBad.Load()
 	return s
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -38,6 +39,8 @@ type Inputs struct {
 	proprioAt  time.Time  // its arrival on the clock
 	proprioIn  atomic.Uint64
 	proprioBad atomic.Uint64
+	// instructionsBad counts refused instructions (empty, too long).
+	instructionsBad atomic.Uint64
 
 	estop     atomic.Bool
 	enabled   atomic.Bool
@@ -138,8 +141,14 @@ func (in *Inputs) takeFrame() *frameIn {
 // changes nothing (so a planner may repeat it without restarting the
 // episode).
 func (in *Inputs) SetInstruction(text string) (bool, error) {
-	if text == "" {
+	switch {
+	case text == "":
+		in.instructionsBad.Add(1)
 		return false, errors.New("empty instruction")
+	case len(text) > language.MaxInstructionBytes:
+		// Refused on arrival: it would start an episode that fails every tick.
+		in.instructionsBad.Add(1)
+		return false, fmt.Errorf("instruction of %d bytes exceeds the limit of %d", len(text), language.MaxInstructionBytes)
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()

@@ -2,10 +2,12 @@ package node
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/language"
 )
 
 func TestDurationStat(t *testing.T) {
@@ -74,12 +76,38 @@ func TestHistBuckets(t *testing.T) {
 	}
 }
 
+func TestLogText(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes, two a rune
+	for _, tc := range []struct{ in, want string }{
+		{"pick up the can", "pick up the can"},
+		{strings.Repeat("a", logInstructionBytes), strings.Repeat("a", logInstructionBytes)},
+		{strings.Repeat("a", 1<<20), strings.Repeat("a", logInstructionBytes) + "... (1048576 bytes)"},
+		{long, strings.Repeat("é", logInstructionBytes/2) + "... (300 bytes)"},
+		{"a" + long, "a" + strings.Repeat("é", logInstructionBytes/2-1) + "... (301 bytes)"},
+	} {
+		if got := logText(tc.in); got != tc.want {
+			t.Errorf("logText(%d bytes) = %q, want %q", len(tc.in), got, tc.want)
+		}
+	}
+}
+
+// TestInputsInstructions: empty and over-long instructions are refused and
+// counted without starting an episode; a repeated one changes nothing.
 func TestInputsInstructions(t *testing.T) {
 	in := NewInputs(ros.NewManualClock(time.Unix(5, 0)))
 	seq := func() uint64 { return in.currentInstruction().seq }
-	if _, err := in.SetInstruction(""); err == nil {
-		t.Error("empty instruction accepted")
+	for _, text := range []string{"", strings.Repeat("x", language.MaxInstructionBytes+1)} {
+		if _, err := in.SetInstruction(text); err == nil {
+			t.Errorf("instruction of %d bytes accepted", len(text))
+		}
 	}
+	if n := in.instructionsBad.Load(); n != 2 || seq() != 0 {
+		t.Errorf("%d instructions counted refused, episode %d; want 2 and no episode started", n, seq())
+	}
+	if _, err := in.SetInstruction(strings.Repeat("x", language.MaxInstructionBytes)); err != nil {
+		t.Errorf("an instruction of the limit's length: %v", err)
+	}
+	in = NewInputs(ros.NewManualClock(time.Unix(5, 0)))
 	steps := []struct {
 		do      func() bool
 		changed bool

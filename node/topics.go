@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
@@ -54,6 +55,11 @@ type rosIO struct {
 	badFrames  throttle
 	badEmb     throttle
 	badProprio throttle
+	badInstr   throttle
+	newInstr   throttle
+	// instrChanges counts instructions that started an episode; only the
+	// subscriber's callback touches it.
+	instrChanges uint64
 }
 
 type publishers struct {
@@ -71,6 +77,8 @@ func newROSIO(names map[string]string, in *Inputs, space action.Space, embWidth 
 		badFrames:  throttle{every: 10 * time.Second},
 		badEmb:     throttle{every: 10 * time.Second},
 		badProprio: throttle{every: 10 * time.Second},
+		badInstr:   throttle{every: 10 * time.Second},
+		newInstr:   throttle{every: time.Second},
 	}
 }
 
@@ -192,10 +200,31 @@ func (r *rosIO) onInstruction(m *std_msgs.String) {
 	changed, err := r.in.SetInstruction(text)
 	switch {
 	case err != nil:
-		r.log.Warn("instruction refused", "error", err)
+		if r.badInstr.ok() {
+			r.log.Warn("instruction refused", "error", err, "refused_so_far", r.in.instructionsBad.Load())
+		}
 	case changed:
-		r.log.Info("new instruction", "instruction", text)
+		r.instrChanges++
+		if r.newInstr.ok() {
+			r.log.Info("new instruction", "instruction", logText(text), "changes_so_far", r.instrChanges)
+		}
 	}
+}
+
+// logInstructionBytes bounds the instruction text one log line shows.
+const logInstructionBytes = 200
+
+// logText is text cut to logInstructionBytes (on a rune boundary) for a
+// log line, with how much was left out.
+func logText(text string) string {
+	if len(text) <= logInstructionBytes {
+		return text
+	}
+	cut := logInstructionBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", text[:cut], len(text))
 }
 
 func (r *rosIO) onEmbedding(m *std_msgs.Float32MultiArray) {
