@@ -354,6 +354,8 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 		return ReasonEStop
 	case !l.in.Enabled():
 		return ReasonDisabled
+	case l.cfg.HeartbeatTimeout > 0 && l.in.heartbeat.Load() == 0:
+		return ReasonNoHeartbeat
 	case l.cfg.HeartbeatTimeout > 0 && now.Sub(time.Unix(0, l.in.heartbeat.Load())) > l.cfg.HeartbeatTimeout:
 		return ReasonHeartbeat
 	case l.cur == nil:
@@ -366,9 +368,13 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 	if readsProprio && !haveProprio {
 		return ReasonNoProprio
 	}
-	if age := now.Sub(l.cur.stamp); age > l.cfg.MaxImageAge || age < -l.cfg.MaxImageAge {
+	switch age := now.Sub(l.cur.stamp); {
+	case age > l.cfg.MaxImageAge:
 		l.cnt.StaleFrames++
 		return ReasonStaleFrame
+	case age < -l.cfg.MaxImageAge:
+		l.cnt.StaleFrames++
+		return ReasonFutureFrame
 	}
 	if age := now.Sub(at); readsProprio && (age > l.cfg.MaxProprioAge || age < -l.cfg.MaxProprioAge) {
 		l.cnt.StaleProprio++
@@ -489,6 +495,8 @@ func (l *Loop) setStatus(r Reason) {
 	case r == ReasonStaleFrame && l.cur != nil:
 		l.log.Warn(text, "age", l.clock.Now().Sub(l.cur.stamp).Round(time.Millisecond), "max_image_age", l.cfg.MaxImageAge,
 			"stamp_from_header", l.cur.stamped)
+	case r == ReasonFutureFrame && l.cur != nil:
+		l.log.Warn(text, "ahead", l.cur.stamp.Sub(l.clock.Now()).Round(time.Millisecond), "max_image_age", l.cfg.MaxImageAge)
 	default:
 		l.log.Warn(text)
 	}

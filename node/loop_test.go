@@ -276,8 +276,11 @@ func TestLoopStaleFrames(t *testing.T) {
 	// A frame stamped in the future beyond the limit is not trusted either.
 	h.frame(time.Second)
 	h.next()
-	if o := h.sink.last(t); o.Acting || o.Reason != ReasonStaleFrame {
-		t.Errorf("frame stamped 1 s ahead: %+v", o)
+	if o := h.sink.last(t); o.Acting || o.Reason != ReasonFutureFrame {
+		t.Errorf("frame stamped 1 s ahead: %+v, want the stop action for a frame from the future", o)
+	}
+	if s := h.sink.lastStatus(); !strings.HasPrefix(s, "stopped: camera frame stamped in the future") {
+		t.Errorf("status %q for a frame stamped 1 s ahead", s)
 	}
 	checkFinite(t, h.sink.outputs())
 }
@@ -343,7 +346,7 @@ func TestLoopHeartbeatAndEnable(t *testing.T) {
 	h.in.SetInstruction("pick up the coke can")
 	h.frame(0)
 	h.next()
-	if n := len(h.sink.outputs()); n != 0 || h.sink.lastStatus() != "waiting: heartbeat lost" {
+	if n := len(h.sink.outputs()); n != 0 || h.sink.lastStatus() != "waiting: no heartbeat yet" {
 		t.Fatalf("%d outputs and status %q before any heartbeat", n, h.sink.lastStatus())
 	}
 	h.in.Heartbeat()

@@ -4,8 +4,10 @@ import "fmt"
 
 // Reason says why a tick did not publish the policy's action. The control
 // loop checks them at every tick and reports the first that applies, in
-// this order except that the proprioception's (added last, to keep the
-// numbers) come after ReasonNoInstruction and ReasonStaleFrame;
+// this order except that the proprioception's (added later, to keep the
+// numbers) come after ReasonNoInstruction and ReasonStaleFrame,
+// ReasonNoHeartbeat comes where ReasonHeartbeat does and
+// ReasonFutureFrame where ReasonStaleFrame does;
 // ReasonNone means it acted.
 type Reason int
 
@@ -16,7 +18,7 @@ const (
 	ReasonHeartbeat                   // no heartbeat within ~heartbeat_timeout
 	ReasonNoFrame                     // no camera frame received yet
 	ReasonNoInstruction               // no instruction (or embedding) received yet
-	ReasonStaleFrame                  // the newest frame is older than ~max_image_age (or stamped in the future)
+	ReasonStaleFrame                  // the newest frame is older than ~max_image_age
 	ReasonEpisodeDone                 // the policy terminated or ~max_steps was reached; waiting for a new episode
 	ReasonBusy                        // an inference that missed its deadline is still running
 	ReasonDeadline                    // the inference did not finish by the tick's deadline
@@ -25,6 +27,8 @@ const (
 	ReasonShutdown                    // the node is stopping
 	ReasonNoProprio                   // the policy reads proprioception and none has been received yet
 	ReasonStaleProprio                // the newest proprioception is older than ~max_proprio_age
+	ReasonNoHeartbeat                 // a heartbeat is required and none has been received yet
+	ReasonFutureFrame                 // the newest frame is stamped more than ~max_image_age ahead of the clock
 	numReasons
 )
 
@@ -44,6 +48,8 @@ var reasonText = [numReasons]string{
 	ReasonShutdown:      "shutting down",
 	ReasonNoProprio:     "no proprioception yet",
 	ReasonStaleProprio:  "proprioception too old",
+	ReasonNoHeartbeat:   "no heartbeat yet",
+	ReasonFutureFrame:   "camera frame stamped in the future (clocks out of step?)",
 }
 
 var reasonKey = [numReasons]string{
@@ -62,6 +68,8 @@ var reasonKey = [numReasons]string{
 	ReasonShutdown:      "shutdown",
 	ReasonNoProprio:     "no_proprio",
 	ReasonStaleProprio:  "stale_proprio",
+	ReasonNoHeartbeat:   "no_heartbeat",
+	ReasonFutureFrame:   "future_frame",
 }
 
 // String is a human-readable explanation.
@@ -83,5 +91,5 @@ func (r Reason) Key() string {
 
 // waiting reports whether r only means an input has not arrived yet.
 func (r Reason) waiting() bool {
-	return r == ReasonNoFrame || r == ReasonNoInstruction || r == ReasonNoProprio
+	return r == ReasonNoFrame || r == ReasonNoInstruction || r == ReasonNoProprio || r == ReasonNoHeartbeat
 }
