@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/vision"
@@ -232,7 +233,7 @@ func (in *Inputs) EpisodeInstruction() (text string, ok bool) {
 // PutProprio offers a proprioception reading (a std_msgs/Float32MultiArray:
 // its values and its layout's first dimension label, "" when it has
 // none) for a policy that reads names. It must have one finite value per
-// name, and a label, if any, of the names joined by ";" (action.ArmProprio:
+// name, within the name's action.ProprioRange, and a label, if any, of the names joined by ";" (action.ArmProprio:
 // "hand_x;hand_y;hand_z;gripper"). A bad reading is refused with an error
 // naming the problem, counted, and leaves the last good one in place.
 func (in *Inputs) PutProprio(values []float32, label string, names []string) error {
@@ -267,6 +268,9 @@ func CheckProprio(values []float32, label string, names []string) error {
 	for i, v := range values {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			return fmt.Errorf("proprioception %s is %v", names[i], v)
+		}
+		if lo, hi, ok := action.ProprioRange(names[i]); ok && (v < lo || v > hi) {
+			return fmt.Errorf("proprioception %s is %v, outside its range %v..%v", names[i], v, lo, hi)
 		}
 	}
 	return nil

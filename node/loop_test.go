@@ -803,6 +803,8 @@ func TestLoopProprio(t *testing.T) {
 		{"label", []float32{0.3, 0, 1, 0}, "x;y;z;g", `labelled "x;y;z;g"`},
 		{"NaN", []float32{0.3, float32(math.NaN()), 1, 0}, "hand_x;hand_y;hand_z;gripper", "hand_y is NaN"},
 		{"Inf", []float32{0.3, 0, 1, float32(math.Inf(1))}, "", "gripper is +Inf"},
+		{"absurd hand", []float32{1e30, 0, 1, 0}, "", "hand_x is 1e+30, outside its range -2..2"},
+		{"gripper over closed", []float32{0.3, 0, 1, 5}, "", "gripper is 5, outside its range -0.1..1.1"},
 	} {
 		if err := h.in.PutProprio(tc.values, tc.label, names); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s reading: %v, want %q", tc.name, err, tc.want)
@@ -810,7 +812,7 @@ func TestLoopProprio(t *testing.T) {
 	}
 	h.frame(0)
 	h.next()
-	if n := len(h.sink.outputs()); n != 0 || h.loop.Stats().ProprioBad != 4 {
+	if n := len(h.sink.outputs()); n != 0 || h.loop.Stats().ProprioBad != 6 {
 		t.Fatalf("%d outputs after bad readings only, %d refused", n, h.loop.Stats().ProprioBad)
 	}
 	good := []float32{0.3, -0.1, 1.0, 0}
@@ -846,14 +848,15 @@ func TestLoopProprio(t *testing.T) {
 		t.Fatalf("a fresh reading again: %+v", o)
 	}
 	st := h.loop.Stats()
-	if st.StaleProprio != 1 || st.ProprioIn != 2 || st.ProprioBad != 5 {
-		t.Errorf("stale proprioception ticks %d, readings in %d, refused %d; want 1, 2, 5", st.StaleProprio, st.ProprioIn, st.ProprioBad)
+	if st.StaleProprio != 1 || st.ProprioIn != 2 || st.ProprioBad != 7 {
+		t.Errorf("stale proprioception ticks %d, readings in %d, refused %d; want 1, 2, 7", st.StaleProprio, st.ProprioIn, st.ProprioBad)
 	}
 	checkFinite(t, h.sink.outputs())
 }
 
 // FuzzCheckProprio: any reading is either refused with an error or has
-// one finite value per name and, if labelled, the policy's label.
+// one finite value per name within its range and, if labelled, the
+// policy's label.
 func FuzzCheckProprio(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0}, "hand_x;hand_y;hand_z;gripper")
 	f.Add([]byte{1, 2, 3}, "")
@@ -864,8 +867,9 @@ func FuzzCheckProprio(f *testing.F) {
 		}
 		err := CheckProprio(values, label, action.ArmProprio)
 		ok := len(values) == 4 && (label == "" || label == "hand_x;hand_y;hand_z;gripper")
-		for _, v := range values {
-			ok = ok && !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0)
+		for i, v := range values {
+			lo, hi, _ := action.ProprioRange(action.ArmProprio[min(i, 3)])
+			ok = ok && v >= lo && v <= hi // false for NaN and the infinities too
 		}
 		if (err == nil) != ok {
 			t.Fatalf("CheckProprio(%v, %q) = %v", values, label, err)

@@ -236,3 +236,21 @@ func (s Space) Gated(i, mode int) bool {
 // closedness (0 open, 1 closed). On a robot it is the forward kinematics of
 // the joint states and the gripper's position.
 var ArmProprio = []string{"hand_x", "hand_y", "hand_z", "gripper"}
+
+// proprioRanges are the readings a robot can report for the ArmProprio
+// names: the hand within 2 m of the base across and ahead, -1 to 3 m up;
+// the gripper's closedness 0 to 1 with a margin for a noisy sensor. A
+// reading outside them is a fault upstream, not a pose.
+var proprioRanges = map[string][2]float32{
+	"hand_x":  {-2, 2},
+	"hand_y":  {-2, 2},
+	"hand_z":  {-1, 3},
+	"gripper": {-0.1, 1.1},
+}
+
+// ProprioRange is the range a proprioception reading of name may take; ok
+// is false for a name without one.
+func ProprioRange(name string) (lo, hi float32, ok bool) {
+	r, ok := proprioRanges[name]
+	return r[0], r[1], ok
+}
