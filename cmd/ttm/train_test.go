@@ -163,15 +163,19 @@ func TestTrainUsageErrors(t *testing.T) {
 // its loss is logged; a preset without a probe refuses the weight.
 func TestTrainGoalProbe(t *testing.T) {
 	data, out := t.TempDir(), t.TempDir()
-	recordTinyDataset(t, data, 2)
+	if code, _, stderr := runCmd(t, "record", "--experts", "--tasks", "pick,cue_pick", "--episodes", "1", "--size", "128x160", "--out", data); code != 0 {
+		t.Fatalf("record: exit %d: %s", code, stderr)
+	}
 	ckpt := filepath.Join(out, "probe.safetensors")
 	code, _, stderr := runCmd(t, "train", "--data", data, "--preset", "small-goal-probe", "--goal-weight", "1", "--out", ckpt,
 		"--steps", "2", "--batch", "2", "--window", "4", "--log-every", "1")
 	if code != 0 {
 		t.Fatalf("train: exit %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "goal probe") || !strings.Contains(stderr, "episodes_with_goal=2") {
-		t.Errorf("log does not report the goal probe:\n%s", stderr)
+	// The memory task's episode has the probe's label; pick, whose goal
+	// stays in view, has none.
+	if !strings.Contains(stderr, "goal probe") || !strings.Contains(stderr, "episodes_with_goal=1 episodes=2") {
+		t.Errorf("log does not report the goal probe on the memory task's episode only:\n%s", stderr)
 	}
 	var lg trainLog
 	b, _ := os.ReadFile(newTrainFiles(ckpt).log)
@@ -187,6 +191,13 @@ func TestTrainGoalProbe(t *testing.T) {
 		"--steps", "1", "--batch", "2", "--window", "4")
 	if code != 1 || !strings.Contains(stderr, "goal probe") {
 		t.Errorf("--goal-weight for the small preset: exit %d:\n%s", code, stderr)
+	}
+	families := t.TempDir()
+	recordTinyDataset(t, families, 2)
+	code, _, stderr = runCmd(t, "train", "--data", families, "--preset", "small-goal-probe", "--goal-weight", "1", "--out", filepath.Join(out, "fam.safetensors"),
+		"--steps", "1", "--batch", "2", "--window", "4")
+	if code != 1 || !strings.Contains(stderr, "no episode has a start goal") {
+		t.Errorf("the goal probe on pick episodes only: exit %d:\n%s", code, stderr)
 	}
 }
 

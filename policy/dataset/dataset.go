@@ -194,11 +194,16 @@ func loadDir(log hclog.Logger, p *policy.Policy, dir, cacheDir, qualify string, 
 }
 
 // startGoal is the goal probe's label of a simulated episode,
-// sim.StartGoal in policy.GoalUnit.
+// sim.StartGoal in policy.GoalUnit, or nil for a task whose frames keep
+// showing its goal: there the probe teaches the memory nothing it must
+// keep, and on the families it cost knock its success (docs/results.md).
 func startGoal(e sim.IndexEntry) ([]float32, error) {
 	task, err := sim.TaskByName(e.Task)
 	if err != nil {
 		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
+	}
+	if !task.Memory {
+		return nil, nil
 	}
 	g, err := sim.StartGoal(task, e.Seed)
 	if err != nil {

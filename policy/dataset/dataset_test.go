@@ -145,3 +145,38 @@ func TestLoad(t *testing.T) {
 		t.Errorf("an episode of several datasets is named %q, want %q", eps[2].Name, want)
 	}
 }
+
+// TestStartGoal: the goal probe's label is where sim.StartGoal puts the
+// goal, in policy.GoalUnit, for a memory task, and none for a family, whose
+// frames keep showing its goal.
+func TestStartGoal(t *testing.T) {
+	for _, task := range sim.Tasks() {
+		t.Run(task.Name, func(t *testing.T) {
+			got, err := startGoal(sim.IndexEntry{File: task.Name + ".bag", Task: task.Name, Seed: 7})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !task.Memory {
+				if got != nil {
+					t.Fatalf("label %v for a task without a memory cue, want none", got)
+				}
+				return
+			}
+			g, err := sim.StartGoal(task, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != policy.GoalLen {
+				t.Fatalf("label %v, want %d values", got, policy.GoalLen)
+			}
+			for i, v := range got {
+				if want := float32(g[i] / policy.GoalUnit); v != want {
+					t.Errorf("label[%d] = %v, want %v", i, v, want)
+				}
+			}
+		})
+	}
+	if _, err := startGoal(sim.IndexEntry{File: "x.bag", Task: "juggle"}); err == nil {
+		t.Error("an unknown task's label: no error")
+	}
+}

@@ -248,7 +248,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 			}
 		}
 		if goals == 0 {
-			return nil, errors.New("train: goal probe, but no episode has a start goal (the simulator's datasets have them)")
+			return nil, errors.New("train: goal probe, but no episode has a start goal (the simulator's memory tasks have them)")
 		}
 		log.Info("goal probe", "weight", cfg.GoalWeight, "episodes_with_goal", goals, "episodes", len(eps))
 	}
