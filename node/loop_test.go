@@ -764,16 +764,28 @@ func TestNewLoopRejects(t *testing.T) {
 
 func TestWarmup(t *testing.T) {
 	p := loadPolicy(t, actingPath(t))
-	r, err := Warmup(p, 5, 128, 160, time.Hour)
-	if err != nil || r.Steps != 5 || r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
+	r, err := Warmup(p, MinWarmupSteps, 128, 160, time.Hour)
+	if err != nil || r.Steps != MinWarmupSteps || r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
 		t.Fatalf("Warmup = %+v, %v", r, err)
 	}
-	_, err = Warmup(p, 3, 128, 160, time.Microsecond)
+	_, err = Warmup(p, MinWarmupSteps, 128, 160, time.Microsecond)
 	if err == nil || !strings.Contains(err.Error(), "p99 step latency") || !strings.Contains(err.Error(), "1µs deadline") {
 		t.Fatalf("a warm-up slower than its budget: %v", err)
 	}
-	if _, err := Warmup(p, 0, 128, 160, time.Hour); err == nil {
-		t.Error("zero warm-up steps accepted")
+	// With fewer steps the nearest-rank p99 is the slowest step: one slow
+	// step of a busy machine would refuse the start.
+	for _, steps := range []int{0, 20, MinWarmupSteps - 1} {
+		if _, err := Warmup(p, steps, 128, 160, time.Hour); err == nil || !strings.Contains(err.Error(), "a p99 needs at least 100") {
+			t.Errorf("%d warm-up steps: %v, want them refused", steps, err)
+		}
+	}
+	// And with MinWarmupSteps it is not: 1..100 ms gives 99 ms.
+	times := make([]time.Duration, MinWarmupSteps)
+	for i := range times {
+		times[i] = time.Duration(i+1) * time.Millisecond
+	}
+	if got := nearestRank(times, 0.99); got != 99*time.Millisecond {
+		t.Errorf("p99 of 1..%d ms is %v, want 99ms", MinWarmupSteps, got)
 	}
 }
 

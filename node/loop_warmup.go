@@ -13,6 +13,11 @@ import (
 // first forward passes allocate and plan, which is what warming up is for.
 const warmupUntimed = 2
 
+// MinWarmupSteps is the fewest timed steps whose nearest-rank p99 is not
+// simply the slowest step: with 20, one slow step of a busy machine refused
+// the start.
+const MinWarmupSteps = 100
+
 // WarmupResult is what a warm-up measured.
 type WarmupResult struct {
 	Steps    int           // timed steps
@@ -27,8 +32,8 @@ type WarmupResult struct {
 // loop's deadline, at most its period): a node that cannot keep its rate
 // must not start. The policy's own state is not touched.
 func Warmup(p Stepper, steps, height, width int, budget time.Duration) (WarmupResult, error) {
-	if steps < 1 {
-		return WarmupResult{}, fmt.Errorf("warm-up: %d steps, want at least 1", steps)
+	if steps < MinWarmupSteps {
+		return WarmupResult{}, fmt.Errorf("warm-up: %d steps: a p99 needs at least %d (with fewer it is the slowest step)", steps, MinWarmupSteps)
 	}
 	img := SyntheticImage(height, width, 0)
 	frame, err := vision.DecodeImage(img)

@@ -140,7 +140,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("node %s refuses to start at %g Hz: %w", a.NodeName(), cfg.Rate, err)
 	}
-	log.Info("warm-up done", "p50", n.warm.P50.Round(10*time.Microsecond), "p99", n.warm.P99.Round(10*time.Microsecond),
+	log.Info("warm-up done", "steps", n.warm.Steps, "p50", n.warm.P50.Round(10*time.Microsecond), "p99", n.warm.P99.Round(10*time.Microsecond),
 		"max", n.warm.Max.Round(10*time.Microsecond), "deadline", cfg.Deadline)
 
 	in := NewInputs(clock)

@@ -144,7 +144,7 @@ diagnostics_period: 0.5
 		t.Fatal(err)
 	}
 	if c := np.Loop; c.Rate != 10 || c.Deadline != 100*time.Millisecond || c.MaxImageAge != 500*time.Millisecond || c.HeartbeatTimeout != 0 ||
-		c.MaxSteps != 0 || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != 20 {
+		c.MaxSteps != 0 || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != MinWarmupSteps {
 		t.Errorf("defaults %+v", np)
 	}
 }
@@ -155,7 +155,7 @@ func testRefusesToStart(t *testing.T, m *rostest.Master, ckpt string) {
 		args    []string
 		wantErr string
 	}{
-		{"too slow for the rate", []string{"_rate:=1000", "_warmup_steps:=3"}, "refuses to start at 1000 Hz: warm-up: the policy's p99 step latency"},
+		{"too slow for the rate", []string{"_rate:=1000", "_warmup_steps:=100"}, "refuses to start at 1000 Hz: warm-up: the policy's p99 step latency"},
 		{"image size", []string{"_expect_image_height:=224", "_expect_image_width:=224"}, "image size mismatch: the checkpoint takes 128x160, the node is configured for 224x224"},
 		{"backbone", []string{"_expect_backbone_sha256:=00ff"}, "backbone mismatch"},
 		{"parameter type", []string{"_rate:=fast"}, "parameter /refuse/rate (from the command line): want float"},

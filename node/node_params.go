@@ -32,7 +32,7 @@ import (
 //	~expect_image_height     int    0      refuse a checkpoint with another network input size (0: any)
 //	~expect_image_width      int    0
 //	~expect_backbone_sha256  string ""     refuse a checkpoint made with another backbone ("": any)
-//	~warmup_steps            int    20     timed warm-up steps before going live
+//	~warmup_steps            int    100    timed warm-up steps before going live (at least MinWarmupSteps)
 //	~warmup_image_height     int    0      warm-up frame size (0: the network's input size)
 //	~warmup_image_width      int    0
 //	~diagnostics_period      float  1.0    seconds between /diagnostics messages
@@ -154,7 +154,7 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	keep(err)
 	rt1 := action.RT1()
 	np.Expect.ActionSpace = &rt1
-	np.WarmupSteps = integer("~warmup_steps", 20)
+	np.WarmupSteps = integer("~warmup_steps", MinWarmupSteps)
 	np.WarmupHeight = integer("~warmup_image_height", 0)
 	np.WarmupWidth = integer("~warmup_image_width", 0)
 	np.DiagnosticsPeriod = secs("~diagnostics_period", DefaultDiagnosticsPeriod.Seconds())

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/policy"
 )
 
@@ -26,8 +27,7 @@ const (
 	demoStopWait   = 15 * time.Second // after SIGINT, before SIGKILL
 	demoStartWait  = 3 * time.Minute  // the policy node's load and warm-up
 
-	demoWarmupSteps = 50  // the p99 of 50 steps: one slow step of a busy machine does not decide
-	demoMinRate     = 1.0 // Hz: the lowest rate tried after refusals
+	demoMinRate = 1.0 // Hz: the lowest rate tried after refusals
 )
 
 // rosDemo runs the ROS part of the demo; see runDemo.
@@ -130,7 +130,7 @@ func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath,
 	rate := c.rate
 	for {
 		p, err := startProc("policy node", logPath, self, "node", "--policy", ckpt, "--threads", strconv.Itoa(c.threads),
-			"_rate:="+strconv.FormatFloat(rate, 'g', -1, 64), "_warmup_steps:="+strconv.Itoa(demoWarmupSteps),
+			"_rate:="+strconv.FormatFloat(rate, 'g', -1, 64), "_warmup_steps:="+strconv.Itoa(node.MinWarmupSteps),
 			// In lockstep a frame goes out right after an action, almost a
 			// period before the tick that acts on it: the node must accept
 			// frames that old (its default, 0.5 s, is less than a period
@@ -141,7 +141,7 @@ func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath,
 		if err != nil {
 			return nil, 0, err
 		}
-		env.log.Info("starting the policy node: load, warm-up, register", "rate_hz", rate, "warmup_steps", demoWarmupSteps, "log", logPath)
+		env.log.Info("starting the policy node: load, warm-up, register", "rate_hz", rate, "warmup_steps", node.MinWarmupSteps, "log", logPath)
 		up, err := waitForLine(ctx, p, logPath, "ttm.node: node started", demoStartWait)
 		if up {
 			return p, rate, nil

@@ -271,7 +271,7 @@ func TestNodeCommand(t *testing.T) {
 		{"unknown flag", []string{"node", "--policy", ckpt, "--fast"}, 2, "flag provided but not defined: -fast"},
 		{"stray argument", []string{"node", "--policy", ckpt, "extra"}, 2, "unexpected arguments extra"},
 		{"missing checkpoint", []string{"node", "--policy", filepath.Join(t.TempDir(), "none.safetensors"), master, "_warmup_steps:=1"}, 1, "none.safetensors"},
-		{"too slow", []string{"node", master, "_rate:=1000", "__name:=slow", "--policy", ckpt, "_warmup_steps:=2", "__log:=/tmp/slow.log", "--threads", "2"}, 1,
+		{"too slow", []string{"node", master, "_rate:=1000", "__name:=slow", "--policy", ckpt, "_warmup_steps:=100", "__log:=/tmp/slow.log", "--threads", "2"}, 1,
 			"node /slow refuses to start at 1000 Hz: warm-up: the policy's p99 step latency"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -330,7 +330,7 @@ func TestRecordReplayProprioWithROS(t *testing.T) {
 	}
 
 	const ns = "/rp"
-	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=5", "_max_image_age:=1.0", "_max_proprio_age:=1.0")
+	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0")
 	live := filepath.Join(dir, "live.bag")
 	rec := startTTMProc(t, m, "ttm record --ros", "record", "--ros", "--out", live, "__ns:="+ns)
 	rostest.WaitFor(t, 60*time.Second, "the policy node and the recorder subscribed to the proprioception", func() error {
