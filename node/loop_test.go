@@ -625,7 +625,7 @@ func (s *switchStepper) ActionSpace() action.Space { return s.good.ActionSpace()
 func (s *switchStepper) Proprio() []string         { return s.good.Proprio() }
 
 func TestLoopNonFiniteModelOutput(t *testing.T) {
-	s := &switchStepper{good: loadPolicy(t, actingPath(t)), bad: loadPolicy(t, overflowCheckpoint(t))}
+	s := &switchStepper{good: loadPolicy(t, actingPath(t)), bad: overflowPolicy(t)}
 	f, _ := vision.DecodeImage(SyntheticImage(128, 160, 1))
 	if err := s.bad.Step(&policy.Observation{Frame: f, Instruction: "x"}, s.bad.NewState(), make([]float32, 11)); !errors.Is(err, policy.ErrNonFinite) {
 		t.Fatalf("the overflowing policy's Step = %v, want ErrNonFinite", err)

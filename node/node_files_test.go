@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,22 @@ func TestStartChecksFilesFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "checkpoint", "policy/head/bias holds NaN"},
+		{"checkpoint weight with a flipped bit", func(t *testing.T, ckpt, _ string) {
+			f, err := safetensors.ReadFile(ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			k, err := f.Tensors["policy/head/kernel"].Floats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(k, func(v float32) bool { return math.Abs(float64(v)) > 1e-3 })
+			k[i] = math.Float32frombits(math.Float32bits(k[i]) ^ 1<<30) // the exponent's top bit: over 1e35
+			f.Tensors["policy/head/kernel"] = safetensors.FromFloat32(k, f.Tensors["policy/head/kernel"].Shape...)
+			if err := safetensors.WriteFile(ckpt, f); err != nil {
+				t.Fatal(err)
+			}
+		}, "checkpoint", "policy/head/kernel holds"},
 		{"checkpoint is a device", func(t *testing.T, ckpt, _ string) {
 			if err := os.Remove(ckpt); err != nil {
 				t.Fatal(err)

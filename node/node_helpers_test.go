@@ -80,17 +80,26 @@ func modeCheckpoint(t testing.TB, mode int) string {
 	})
 }
 
-// overflowCheckpoint is the small policy with a head kernel and bias at
-// float32's largest values: its logits overflow, so Step fails with
-// policy.ErrNonFinite.
-func overflowCheckpoint(t testing.TB) string {
-	return derivedCheckpoint(t, "overflow", func(name string, v []float32) {
-		if name == policy.Prefix+"head/kernel" || name == policy.Prefix+"head/bias" {
-			for i := range v {
-				v[i] = 3.4e38
+// overflowPolicy is the small policy with a head kernel and bias set, in
+// memory, at float32's largest values: its logits overflow, so Step fails
+// with policy.ErrNonFinite. No file may hold such weights (Load refuses
+// any beyond safetensors.MaxWeight), but a model can still overflow.
+func overflowPolicy(t testing.TB) *policy.Policy {
+	p := loadPolicy(t, actingPath(t))
+	for _, g := range p.Groups() {
+		if g.Name != "policy" {
+			continue
+		}
+		for _, s := range p.ParamSpecs(g.Name) {
+			if s.Name == policy.Prefix+"head/kernel" || s.Name == policy.Prefix+"head/bias" {
+				for i := range g.Params[s.Offset : s.Offset+s.Size] {
+					g.Params[s.Offset+i] = 3.4e38
+				}
 			}
 		}
-	})
+	}
+	p.ParamsChanged()
+	return p
 }
 
 func loadPolicy(t testing.TB, path string) *policy.Policy {

@@ -39,7 +39,7 @@ type Set struct {
 }
 
 // Load reads the set's tensors from f into their Dst. It checks each
-// tensor's presence, dtype, shape and values (NaN and Inf are problems)
+// tensor's presence, dtype, shape and values (CheckWeights)
 // and looks for unexpected tensors, and reports every problem it finds in
 // one error, each naming the tensor: the wanted tensors in order, then the
 // unexpected ones in name order.
@@ -61,7 +61,7 @@ func (f *File) Load(s Set) error {
 		default:
 			if err := t.Float32(w.Dst); err != nil {
 				problems = append(problems, fmt.Sprintf("tensor %s: %v", w.Name, err))
-			} else if err := CheckFinite(w.Name, w.Dst); err != nil {
+			} else if err := CheckWeights(w.Name, w.Dst); err != nil {
 				problems = append(problems, err.Error())
 			}
 		}
@@ -119,6 +119,25 @@ func LoadFile[T any](path, what string, from func(*File) (T, error)) (T, error) 
 		return zero, fmt.Errorf("load %s %s: %w", what, path, err)
 	}
 	return v, nil
+}
+
+// MaxWeight bounds the magnitude of a model's weights. Trained weights here
+// stay under 5; one flipped exponent bit makes -0.074 into -2.5e37, a
+// weight that loads, warms up and drives the gripper wrong.
+const MaxWeight = 1e4
+
+// CheckWeights returns an error naming tensor name and its first element
+// that is NaN, Inf or larger in magnitude than MaxWeight, or nil.
+func CheckWeights(name string, x []float32) error {
+	if err := CheckFinite(name, x); err != nil {
+		return err
+	}
+	for i, v := range x {
+		if v > MaxWeight || v < -MaxWeight {
+			return fmt.Errorf("tensor %s holds %v at element %d, beyond the %g a weight may have (a corrupt file?)", name, v, i, float64(MaxWeight))
+		}
+	}
+	return nil
 }
 
 // CheckFinite returns an error naming tensor name and the first element of

@@ -30,6 +30,11 @@ func TestLoad(t *testing.T) {
 			[]string{"tensor m/b: dtype I32, want F32"}},
 		{"nan", func(f *File) { f.Tensors["m/a"] = FromFloat32([]float32{1, 2, 3, float32(math.NaN()), 5, 6}, 2, 3) }, 0,
 			[]string{"tensor m/a holds NaN at element 3"}},
+		{"flipped exponent bit", func(f *File) {
+			f.Tensors["m/b"] = FromFloat32([]float32{-0.074, math.Float32frombits(math.Float32bits(-0.074) ^ 1<<30)}, 2)
+		}, 0, []string{"tensor m/b holds -2.5", "at element 1, beyond the 10000 a weight may have"}},
+		{"largest finite", func(f *File) { f.Tensors["m/a"] = FromFloat32([]float32{1, 2, 3, 4, 5, math.MaxFloat32}, 2, 3) }, 0,
+			[]string{"tensor m/a holds 3.4028235e+38 at element 5"}},
 		{"unexpected", func(f *File) { f.Tensors["m/z"] = FromFloat32([]float32{1}, 1) }, 0,
 			[]string{"unexpected tensor m/z (why)"}},
 		{"limited", func(f *File) {

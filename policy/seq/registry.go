@@ -101,14 +101,14 @@ func Load(m Model, f *safetensors.File, prefix string, owns func(string) bool) e
 }
 
 // SetParams copies params (Specs order) into m after checking their count
-// and that every value is finite, and calls ParamsChanged.
+// and their values (safetensors.CheckWeights), and calls ParamsChanged.
 func SetParams(m Model, params []float32) error {
 	dst := m.Params()
 	if len(params) != len(dst) {
 		return fmt.Errorf("seq %s: %d parameters given, the configuration needs %d", m.Name(), len(params), len(dst))
 	}
 	for _, s := range m.Specs() {
-		if err := safetensors.CheckFinite(s.Name, params[s.Offset:s.Offset+s.Size]); err != nil {
+		if err := safetensors.CheckWeights(s.Name, params[s.Offset:s.Offset+s.Size]); err != nil {
 			return fmt.Errorf("seq %s: %w", m.Name(), err)
 		}
 	}
