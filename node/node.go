@@ -135,7 +135,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	if wh == 0 || ww == 0 {
 		wh, ww = pre.Height, pre.Width
 	}
-	log.Info("warming up the policy", "steps", np.WarmupSteps, "frame", fmt.Sprintf("%dx%d", wh, ww), "threads", conf.Threads)
+	log.Info("warming up the policy", "policy_sha256", pol.Digest(), "steps", np.WarmupSteps, "frame", fmt.Sprintf("%dx%d", wh, ww), "threads", conf.Threads)
 	n.warm, err = Warmup(pol, np.WarmupSteps, wh, ww, cfg.Deadline)
 	if err != nil {
 		return nil, fmt.Errorf("node %s refuses to start at %g Hz: %w", a.NodeName(), cfg.Rate, err)

@@ -121,6 +121,13 @@ func TestStartChecksFilesFirst(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "checkpoint", "policy/head/kernel holds"},
+		{"checkpoint weight bit flipped in place", func(t *testing.T, ckpt, _ string) {
+			st, err := os.Stat(ckpt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flipByte(t, ckpt, int(st.Size())-100) // in the last tensor's data
+		}, "checkpoint", "the header says"},
 		{"checkpoint is a device", func(t *testing.T, ckpt, _ string) {
 			if err := os.Remove(ckpt); err != nil {
 				t.Fatal(err)

@@ -158,6 +158,7 @@ func testRefusesToStart(t *testing.T, m *rostest.Master, ckpt string) {
 		{"too slow for the rate", []string{"_rate:=1000", "_warmup_steps:=100"}, "refuses to start at 1000 Hz: warm-up: the policy's p99 step latency"},
 		{"image size", []string{"_expect_image_height:=224", "_expect_image_width:=224"}, "image size mismatch: the checkpoint takes 128x160, the node is configured for 224x224"},
 		{"backbone", []string{"_expect_backbone_sha256:=00ff"}, "backbone mismatch"},
+		{"pinned policy", []string{"_expect_policy_sha256:=00ff"}, "policy mismatch: its tensors' SHA-256 is"},
 		{"parameter type", []string{"_rate:=fast"}, "parameter /refuse/rate (from the command line): want float"},
 		{"bad workspace", []string{"_workspace/min:=[0, 0]", "_workspace/max:=[1, 1, 1]"}, "must both be [x, y, z]"},
 	} {

@@ -32,6 +32,7 @@ import (
 //	~expect_image_height     int    0      refuse a checkpoint with another network input size (0: any)
 //	~expect_image_width      int    0
 //	~expect_backbone_sha256  string ""     refuse a checkpoint made with another backbone ("": any)
+//	~expect_policy_sha256    string ""     refuse a checkpoint whose tensors' SHA-256 differs ("": any)
 //	~warmup_steps            int    100    timed warm-up steps before going live (at least MinWarmupSteps)
 //	~warmup_image_height     int    0      warm-up frame size (0: the network's input size)
 //	~warmup_image_width      int    0
@@ -151,6 +152,8 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	np.Expect.ImageHeight = integer("~expect_image_height", 0)
 	np.Expect.ImageWidth = integer("~expect_image_width", 0)
 	np.Expect.BackboneSHA256, err = p.String(ctx, "~expect_backbone_sha256", "")
+	keep(err)
+	np.Expect.TensorsSHA256, err = p.String(ctx, "~expect_policy_sha256", "")
 	keep(err)
 	rt1 := action.RT1()
 	np.Expect.ActionSpace = &rt1

@@ -42,10 +42,13 @@ type Expect struct {
 	// (action.Space.CompareLayout), whatever head decodes it (bins or a
 	// regression).
 	ActionSpace    *action.Space
-	ImageHeight    int       // network input size after preprocessing
-	ImageWidth     int       //
-	BackboneSHA256 string    // hex digest of the backbone file
-	Mean, Std      []float32 // per channel, as in the preprocessing
+	ImageHeight    int    // network input size after preprocessing
+	ImageWidth     int    //
+	BackboneSHA256 string // hex digest of the backbone file
+	// TensorsSHA256 is the hex digest of the checkpoint's tensors
+	// (safetensors.DigestKey), pinning one exact set of weights.
+	TensorsSHA256 string
+	Mean, Std     []float32 // per channel, as in the preprocessing
 }
 
 // Options control Load.
@@ -213,11 +216,18 @@ func Load(path string, opts Options) (*Policy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load policy: %w", err)
 	}
+	// ReadFile checked the tensors against the digest; a checkpoint must
+	// carry one, so that no bit of a weight changes unnoticed.
+	digest := f.Metadata[safetensors.DigestKey]
+	if digest == "" {
+		return nil, fmt.Errorf("load policy %s: no %s in its metadata: the file was not written by ttm train or ttm init (or was edited)", path, safetensors.DigestKey)
+	}
 	p, err := fromFile(f)
 	if err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", path, err)
 	}
-	if err := p.spec.check(opts.Expect); err != nil {
+	p.digest = digest
+	if err := p.Check(opts.Expect); err != nil {
 		return nil, fmt.Errorf("load policy %s: %w", path, err)
 	}
 	if opts.NoBackbone {
@@ -325,7 +335,16 @@ func seqFromFile(f *safetensors.File, name string) (seq.Model, ttm.Config, error
 // Check compares the loaded policy with what e expects, as Load does with
 // Options.Expect: the node loads its files before it can read what its
 // parameters expect from the master.
-func (p *Policy) Check(e Expect) error { return p.spec.check(e) }
+func (p *Policy) Check(e Expect) error {
+	if want := strings.ToLower(strings.TrimSpace(e.TensorsSHA256)); want != "" && want != p.digest {
+		return fmt.Errorf("policy mismatch: its tensors' SHA-256 is %s, the node is configured for %s", p.digest, want)
+	}
+	return p.spec.check(e)
+}
+
+// Digest is the SHA-256 (hex) of the tensors of the checkpoint p was loaded
+// from ("" for a policy built in memory).
+func (p *Policy) Digest() string { return p.digest }
 
 // check compares the checkpoint with what the node expects.
 func (s Spec) check(e Expect) error {

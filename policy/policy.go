@@ -106,6 +106,8 @@ type Policy struct {
 	params   []float32 // the policy's own parameters (action embeddings, head)
 	specs    []paramSpec
 	visionHd *vision.Head
+	// digest is the SHA-256 of the loaded checkpoint's tensors.
+	digest string
 	// backbonePath is the backbone file opened by Load ("" without one).
 	backbonePath string
 

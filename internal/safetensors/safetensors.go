@@ -13,11 +13,14 @@ package safetensors
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"sort"
@@ -139,6 +142,11 @@ type headerEntry struct {
 	DataOffsets [2]int64 `json:"data_offsets"`
 }
 
+// DigestKey is the metadata key of the SHA-256 (hex) of a file's data
+// section, its tensors' bytes in file order: Encode writes it, Parse checks
+// it when a file has it.
+const DigestKey = "tensors_sha256"
+
 // Parse decodes a whole file held in memory. The tensors' Data alias b.
 func Parse(b []byte) (*File, error) {
 	if len(b) < 8 {
@@ -231,6 +239,12 @@ func Parse(b []byte) (*File, error) {
 	if at != int64(len(data)) {
 		return nil, fmt.Errorf("safetensors: %d bytes after the last tensor", int64(len(data))-at)
 	}
+	if want, ok := f.Metadata[DigestKey]; ok {
+		sum := sha256.Sum256(data)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			return nil, fmt.Errorf("safetensors: the tensors' SHA-256 is %s, the header says %s (a corrupt file?)", got, want)
+		}
+	}
 	for name, t := range f.Tensors {
 		if t.Shape == nil {
 			t.Shape = []int{}
@@ -282,9 +296,16 @@ func ReadFile(path string) (*File, error) {
 func Encode(w io.Writer, f *File) error {
 	names := f.Names()
 	header := make(map[string]any, len(names)+1)
-	if len(f.Metadata) > 0 {
-		header["__metadata__"] = f.Metadata
+	digest := sha256.New()
+	for _, name := range names {
+		digest.Write(f.Tensors[name].Data)
 	}
+	meta := maps.Clone(f.Metadata)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta[DigestKey] = hex.EncodeToString(digest.Sum(nil))
+	header["__metadata__"] = meta
 	var offset int64
 	for _, name := range names {
 		t := f.Tensors[name]

@@ -2,10 +2,15 @@ package safetensors
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -38,8 +43,16 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got.Metadata, want.Metadata) {
-		t.Errorf("metadata %v, want %v", got.Metadata, want.Metadata)
+	// The metadata, plus the digest of the data section: the tensors' bytes
+	// in name order, hashed here independently of Encode.
+	h := sha256.New()
+	for _, name := range want.Names() {
+		h.Write(want.Tensors[name].Data)
+	}
+	wantMeta := maps.Clone(want.Metadata)
+	wantMeta[DigestKey] = hex.EncodeToString(h.Sum(nil))
+	if !reflect.DeepEqual(got.Metadata, wantMeta) {
+		t.Errorf("metadata %v, want %v", got.Metadata, wantMeta)
 	}
 	for name, wt := range want.Tensors {
 		gt, ok := got.Tensors[name]
@@ -162,6 +175,34 @@ func TestReadFileRefuses(t *testing.T) {
 				t.Errorf("ReadFile(%s): %v, want an error containing %q", tc.path, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDigest: a file whose tensor bytes changed after writing (one bit of
+// one weight) is refused; one without a digest (another writer's) parses.
+func TestDigest(t *testing.T) {
+	b := encode(t, sample())
+	flipped := slices.Clone(b)
+	flipped[len(flipped)-3] ^= 0x40
+	if _, err := Parse(flipped); err == nil || !strings.Contains(err.Error(), "the header says") {
+		t.Errorf("a flipped tensor bit: %v, want a digest mismatch", err)
+	}
+	f, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := binary.LittleEndian.Uint64(b)
+	var hdr map[string]any
+	if err := json.Unmarshal(b[8:8+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	delete(hdr["__metadata__"].(map[string]any), DigestKey)
+	js, _ := json.Marshal(hdr)
+	plain := binary.LittleEndian.AppendUint64(nil, uint64(len(js)))
+	plain = append(append(plain, js...), b[8+n:]...)
+	g, err := Parse(plain)
+	if err != nil || g.Metadata[DigestKey] != "" || len(g.Tensors) != len(f.Tensors) {
+		t.Errorf("a file without a digest: %v, %v", g, err)
 	}
 }
 
