@@ -21,7 +21,7 @@ TEST_PACKAGES := $(DEMO_PACKAGES) python3-sensor-msgs python3-geometry-msgs pyth
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup setup-test build test test-short bench soak demo train eval memory fuzz install-launch clean
+.PHONY: help setup setup-test build test test-short bench soak demo train train-nomem eval fuzz install-launch clean
 
 help:
 	@echo "make setup   install the Debian packages the binary and the demo need, and the Go modules (idempotent)"
@@ -30,9 +30,9 @@ help:
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build), then the skipped tests"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations and train the families checkpoint's recipe, about 30 min (TRAIN_TASKS, TRAIN_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
-	@echo "make eval    closed-loop evaluation of the trained policy with the memory ablations"
-	@echo "make memory  memory and no-memory twins with the goal probe on MEMORY_TASKS (default drawer,pointed_drawer), trained and evaluated, ~50 min"
+	@echo "make train   record expert demonstrations of all eight tasks and train the kitchen checkpoint's recipe, about 55 min (TRAIN_EPISODES, MEMORY_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
+	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, about 50 min more"
+	@echo "make eval    closed-loop evaluation on fresh scenes of the trained policy with the memory ablations, and of its twin"
 	@echo "make soak    the node under load for SOAK (default 10m)"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
@@ -81,13 +81,13 @@ bench: build setup-test
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
-# end), the policy node on DEMO_POLICY (the committed families checkpoint,
+# end), the policy node on DEMO_POLICY (the committed kitchen checkpoint,
 # trained in Go by make train; a fresh, untrained small policy when the
 # file does not exist) and the simulator node it drives over ROS.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
-DEMO_POLICY ?= launch/checkpoints/families/policy.safetensors
+DEMO_POLICY ?= launch/checkpoints/kitchen/policy.safetensors
 DEMO_RATE ?= 3
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1
@@ -99,65 +99,66 @@ demo: build
 
 # Behavioural cloning from scripted-expert demonstrations, then its
 # closed-loop evaluation with the memory ablations.
-# TRAIN_DIR holds the dataset (bags + index.json + the feature cache), the
-# checkpoint, its training state (a rerun resumes), the JSON log and the
-# learning curve.
-# The defaults are the recipe of the committed families checkpoint
-# (launch/checkpoints/families): 300 DART episodes of each of the five task
-# families, the small-memory-film preset with ttm train's defaults for it
-# (keypoint supervision, geometry labels of which half the windows read the
-# policy's own keypoints over the second half of the run, censored bounds,
-# 16 windows of 16 steps), 10000 updates at a peak learning rate of 1.5e-3,
-# training seed 3 (the seed also draws the random backbone). About 30 min
-# on two cores: a few to encode the frames, the rest to train.
-TRAIN_DIR ?= bin/train
-TRAIN_TASKS ?= families
-TRAIN_EPISODES ?= 300
-TRAIN_STEPS ?= 10000
-TRAIN_PRESET ?= small-memory-film
-TRAIN_ARGS ?= --lr 1.5e-3 --seed 3
-train: build
-	$(BIN) record --experts --tasks $(TRAIN_TASKS) --episodes $(TRAIN_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --out $(TRAIN_DIR)/data
-	$(BIN) train --data $(TRAIN_DIR)/data --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors $(TRAIN_ARGS)
-
-EVAL_EPISODES ?= 50
-eval: build
-	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET).safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
-		--size 128x160 --out $(TRAIN_DIR)/eval
-
-# The memory comparison (launch/checkpoints/memory-twins): twins with and
-# without memory on a family and its memory task, the small-goal-probe
+# TRAIN_DIR holds the datasets (bags + index.json + the feature cache), the
+# checkpoints, their training state (a rerun resumes), the JSON logs and the
+# learning curves.
+# The defaults are the recipe of the committed kitchen checkpoint
+# (launch/checkpoints/kitchen): DART demonstrations of all eight tasks,
+# TRAIN_EPISODES of each family and MEMORY_EPISODES of each memory task,
+# recorded with the cued object's keypoints kept after the cue; the kitchen
 # preset with ttm train's defaults for it (keypoint supervision, geometry
-# labels only, the goal probe's loss at 0.2, censored bounds, 16 windows of
-# 16 steps), 4000 updates each, each evaluated the way it was trained;
-# about 50 min. The cue twins (launch/checkpoints/cue-twins) are the
-# small-memory-prior preset's, on 1000 episodes of pick,cue_pick,move,put_back
-# recorded with --memory-labels: ttm train --preset small-memory-prior
-# --lr 1.5e-3 --seed 3 --steps 10000 [--no-memory].
-MEMORY_TASKS ?= drawer,pointed_drawer
-MEMORY_EPISODES ?= 300
-MEMORY_DIR ?= bin/memory
-MEMORY_ARGS ?= --preset small-goal-probe --steps 4000 --geometry-own 0
-memory: build
-	$(BIN) record --experts --tasks $(MEMORY_TASKS) --episodes $(MEMORY_EPISODES) --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels --out $(MEMORY_DIR)/data
-	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --out $(MEMORY_DIR)/memory/policy.safetensors
-	$(BIN) train --data $(MEMORY_DIR)/data $(MEMORY_ARGS) --no-memory --out $(MEMORY_DIR)/no-memory/policy.safetensors
-	$(BIN) eval --policy $(MEMORY_DIR)/memory/policy.safetensors --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --ablations nomem,knockout --out $(MEMORY_DIR)/eval-memory
-	$(BIN) eval --policy $(MEMORY_DIR)/no-memory/policy.safetensors --tasks $(MEMORY_TASKS) --episodes 50 --seed 5001 --out $(MEMORY_DIR)/eval-no-memory
+# labels of which half the windows read the policy's own keypoints over the
+# second half of the run, the goal probe on the memory tasks, censored
+# bounds, 16 windows of 16 steps), TRAIN_STEPS updates at a peak learning
+# rate of 1.5e-3, training seed 3 (the seed also draws the random backbone).
+# About 55 min on two cores: 1 to record, 7 to encode the frames, the rest
+# to train. make train-nomem trains its no-memory twin on the same data
+# (about 50 min more).
+TRAIN_DIR ?= bin/train
+TRAIN_EPISODES ?= 300
+MEMORY_EPISODES ?= 600
+TRAIN_STEPS ?= 11000
+TRAIN_PRESET ?= kitchen
+TRAIN_ARGS ?= --lr 1.5e-3 --seed 3
+RECORD_ARGS = --experts --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels
+TRAIN_DATA = $(TRAIN_DIR)/families,$(TRAIN_DIR)/memory
+train: build
+	$(BIN) record $(RECORD_ARGS) --tasks families --episodes $(TRAIN_EPISODES) --out $(TRAIN_DIR)/families
+	$(BIN) record $(RECORD_ARGS) --tasks memory --episodes $(MEMORY_EPISODES) --seed 100000 --out $(TRAIN_DIR)/memory
+	$(BIN) train --data $(TRAIN_DATA) --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET)/policy.safetensors $(TRAIN_ARGS)
 
-# The node under load for SOAK (robot preset, 10 Hz, a 15 Hz camera): deadline
-# misses, loop jitter, image-to-action latency, RSS; results in bin/soak.json.
+train-nomem: train
+	$(BIN) train --data $(TRAIN_DATA) --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET)-nomem/policy.safetensors $(TRAIN_ARGS) --no-memory
+
+# Fresh scenes (seeds from EVAL_SEED), EVAL_EPISODES per task; the memory
+# ablations for the policy, and its twin the way it was trained.
+EVAL_EPISODES ?= 50
+EVAL_SEED ?= 20001
+eval: build
+	$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET)/policy.safetensors --ablations nomem,knockout --episodes $(EVAL_EPISODES) \
+		--seed $(EVAL_SEED) --size 128x160 --out $(TRAIN_DIR)/eval
+	$(if $(wildcard $(TRAIN_DIR)/$(TRAIN_PRESET)-nomem/policy.safetensors),$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET)-nomem/policy.safetensors \
+		--episodes $(EVAL_EPISODES) --seed $(EVAL_SEED) --size 128x160 --out $(TRAIN_DIR)/eval-nomem)
+
+# The node under load for SOAK (10 Hz, a 15 Hz camera): deadline misses,
+# loop jitter, image-to-action latency, RSS; results in bin/soak.json. The
+# policy: a fresh robot-preset one, or the checkpoint SOAK_POLICY (e.g.
+# launch/checkpoints/kitchen/policy.safetensors).
 SOAK ?= 10m
+SOAK_POLICY ?=
 soak: setup-test
 	@mkdir -p bin
-	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./node -soak=$(SOAK) -soak-out=$(CURDIR)/bin/soak.json
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./node -soak=$(SOAK) -soak-out=$(CURDIR)/bin/soak.json \
+		$(if $(SOAK_POLICY),-soak-policy=$(abspath $(SOAK_POLICY)))
 
-# Install the ROS package (launch files, parameters, the binary) where
+# Install the ROS package (launch files, parameters, the binary, the
+# committed checkpoints sim.launch defaults to) where
 # roslaunch finds it: put DEST on ROS_PACKAGE_PATH. Without it, the wrapper
 # in launch/ runs ../bin/ttm after make build.
 DEST ?= /opt/ttm/launch
 install-launch: build
-	mkdir -p $(DEST)/bin
+	mkdir -p $(DEST)/bin $(DEST)/checkpoints
+	cp -r launch/checkpoints/kitchen launch/checkpoints/kitchen-nomem $(DEST)/checkpoints/
 	cp launch/package.xml launch/*.launch launch/*.yaml launch/ttm_node launch/ttm_sim $(DEST)/
 	cp $(BIN) $(DEST)/bin/ttm
 

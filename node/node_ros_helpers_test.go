@@ -18,6 +18,7 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/vision"
@@ -393,5 +394,57 @@ func waitConnected(t *testing.T, s *ros.Supervisor, generation int, timeout time
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
+	})
+}
+
+// startProprio publishes a fixed std_msgs/Float32MultiArray reading (the
+// action.ArmProprio layout) on topic at rate, for a policy that reads
+// proprioception; it stops with the test.
+func startProprio(t testing.TB, master, topic string, reading []float32, rate float64, log hclog.Logger) {
+	t.Helper()
+	a, err := ros.ParseArgs("test_proprio", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pub atomic.Pointer[ros.Publisher]
+	sup, err := ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
+		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond,
+		Setup: func(n *ros.Node) error {
+			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: topic, Msg: &std_msgs.Float32MultiArray{}})
+			if err != nil {
+				return err
+			}
+			pub.Store(p)
+			return nil
+		},
+		Teardown: func() {
+			if p := pub.Swap(nil); p != nil {
+				p.Close()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tk := time.NewTicker(time.Duration(float64(time.Second) / rate))
+		defer tk.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tk.C:
+			}
+			if p := pub.Load(); p != nil {
+				p.Write(&std_msgs.Float32MultiArray{Layout: std_msgs.MultiArrayLayout{Dim: []std_msgs.MultiArrayDimension{{Label: strings.Join(action.ArmProprio, ";"), Size: uint32(len(reading)), Stride: uint32(len(reading))}}}, Data: reading})
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(stop)
+		<-done
+		sup.Close()
 	})
 }

@@ -33,6 +33,7 @@ import (
 var (
 	soakFor      = flag.Duration("soak", 0, "run TestSoak for this long (e.g. 1m, 10m)")
 	soakPreset   = flag.String("soak-preset", "robot", "policy preset of the soak: robot (B0 at 224), robot-b3 (B3 at 300) or small")
+	soakPolicy   = flag.String("soak-policy", "", "soak this checkpoint (and the backbone beside it) instead of a fresh -soak-preset policy")
 	soakRate     = flag.Float64("soak-rate", 10, "control rate of the soak, Hz")
 	soakCameraHz = flag.Float64("soak-camera-hz", 15, "camera rate of the soak, Hz")
 	soakThreads  = flag.Int("soak-threads", 0, "node threads (0: one per CPU)")
@@ -80,15 +81,16 @@ func TestSoak(t *testing.T) {
 	if *soakFor <= 0 {
 		t.Skip("a measurement: run with -soak=DURATION (go test -run Soak -soak=10m ./node)")
 	}
-	spec, err := policy.Preset(*soakPreset)
+	ckpt, preset := soakCheckpoint(t)
+	// Keep acting: a seeded policy terminates every few steps, a trained one
+	// on the camera's synthetic frames too. The step costs the same.
+	biasToArm(t, ckpt)
+	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ckpt := filepath.Join(t.TempDir(), *soakPreset+".safetensors")
-	if err := policy.Create(spec, 1, "", ckpt, nil); err != nil {
-		t.Fatal(err)
-	}
-	biasToArm(t, ckpt) // keep acting: a seeded policy terminates every few steps
+	spec := p.Spec()
+	p.Close()
 
 	m := rostest.StartMaster(t)
 	log, _ := rostest.Logger(t)
@@ -96,7 +98,7 @@ func TestSoak(t *testing.T) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=20")
+	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n, err := Start(ctx, Config{Args: args, Policy: ckpt, Threads: threads, Log: log})
@@ -106,6 +108,9 @@ func TestSoak(t *testing.T) {
 	defer n.Close()
 	cam := startCamera(t, m.URI, "/headcam/image_raw", 256, 320, *soakCameraHz, log.Named("camera"))
 	watch := startWatcher(t, m.URI, "/action", log.Named("watcher"))
+	if len(spec.Policy.Proprio) > 0 {
+		startProprio(t, m.URI, "/proprio", []float32{0.45, 0, 0.95, 0}, *soakCameraHz, log.Named("proprio"))
+	}
 	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: 'pick up the coke can'")
 	rostest.WaitFor(t, 30*time.Second, "the node acting", func() error {
 		if n.Stats().Acted < 10 {
@@ -130,7 +135,7 @@ func TestSoak(t *testing.T) {
 	s := n.Stats()
 	runtime.GC()
 	r := SoakReport{
-		Preset: *soakPreset, RateHz: *soakRate, CameraHz: *soakCameraHz, Threads: threads, Seconds: elapsed.Seconds(),
+		Preset: preset, RateHz: *soakRate, CameraHz: *soakCameraHz, Threads: threads, Seconds: elapsed.Seconds(),
 		Ticks: s.Ticks - s0.Ticks, Acted: s.Acted - s0.Acted, Stopped: s.Stopped - s0.Stopped,
 		DeadlineMisses: s.DeadlineMisses - s0.DeadlineMisses, Busy: s.Busy - s0.Busy, SkippedTicks: s.SkippedTicks - s0.SkippedTicks,
 		FramesIn: s.FramesIn - s0.FramesIn, FramesDropped: s.FramesDropped - s0.FramesDropped,
@@ -175,6 +180,43 @@ func TestSoak(t *testing.T) {
 	if r.Acted+r.Stopped != r.Ticks {
 		t.Errorf("%d ticks but %d actions and %d stops published", r.Ticks, r.Acted, r.Stopped)
 	}
+}
+
+// soakCheckpoint is the soak's policy file, a copy the soak may change:
+// -soak-policy's checkpoint with its backbone, or a fresh -soak-preset one.
+// It returns the file and the preset.
+func soakCheckpoint(t *testing.T) (string, string) {
+	dir := t.TempDir()
+	if *soakPolicy == "" {
+		spec, err := policy.Preset(*soakPreset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ckpt := filepath.Join(dir, *soakPreset+".safetensors")
+		if err := policy.Create(spec, 1, "", ckpt, nil); err != nil {
+			t.Fatal(err)
+		}
+		return ckpt, *soakPreset
+	}
+	p, err := policy.Load(*soakPolicy, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	backbone := p.Spec().Vision.Backbone.File
+	if !filepath.IsAbs(backbone) {
+		backbone = filepath.Join(filepath.Dir(*soakPolicy), backbone)
+	}
+	for _, f := range []string{*soakPolicy, backbone} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, filepath.Base(*soakPolicy)), p.Spec().Policy.Preset
 }
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

@@ -309,18 +309,19 @@ func (s Spec) Validate() error {
 // small-memory-film: that stage, the regressed arm, the proprioception
 // token with target geometry, FiLM that also reads the previous step's TTM
 // output (MemoryFiLM), and an instruction encoder that also hashes runs of
-// up to 3 words (language.Config.WordNGrams). The families checkpoint's
-// preset.
+// up to 3 words (language.Config.WordNGrams).
 //
 // small-goal-probe: that stage, the regressed arm, the proprioception
 // token with target geometry, MemoryFiLM, and a goal probe on the TTM
-// output (GoalProbe); words hashed one at a time. The memory twins'
-// preset.
+// output (GoalProbe); words hashed one at a time.
 //
 // small-memory-prior: that stage, the regressed arm, the proprioception
 // token with target geometry, MemoryFiLM, the goal probe, the memory's
 // prior over where the target and destination keypoints are
-// (MemoryPrior), and word 3-grams. The cue twins' preset.
+// (MemoryPrior), and word 3-grams.
+//
+// kitchen: small-memory-prior at the design's memory, m 96 and r 16: the
+// committed kitchen policy's preset.
 func Presets() map[string]Spec {
 	robotTTM, _ := ttm.Preset("robot")
 	robotVision := vision.DefaultConfig(1280)
