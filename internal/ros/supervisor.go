@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -407,7 +408,17 @@ func (s *Supervisor) teardown() {
 	}
 }
 
+// publisherGone matches goroslib's error when a publisher this node
+// subscribes to closes its connection ("subscriber '/t' got an error:
+// EOF"): an ordinary event (a rostopic pub -1 ending, a camera node
+// restarting) that goroslib reports as an error, once per connection.
+var publisherGone = regexp.MustCompile(`^subscriber '([^']*)' got an error: EOF$`)
+
 func (s *Supervisor) onGoroslibLog(level goroslib.LogLevel, msg string) {
+	if m := publisherGone.FindStringSubmatch(msg); m != nil {
+		s.gorosLog.Info("a publisher closed its connection", "topic", m[1])
+		return
+	}
 	switch level {
 	case goroslib.LogLevelDebug:
 		s.gorosLog.Debug(msg)

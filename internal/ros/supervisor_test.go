@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
+
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
 
@@ -469,6 +471,63 @@ func TestCheckGoroslibRemaps(t *testing.T) {
 		err = checkGoroslibRemaps(tc.args, a)
 		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("checkGoroslibRemaps(%q) = %v, want %q", tc.args, err, tc.wantErr)
+		}
+	}
+}
+
+// TestPublisherGoneIsNotAnError: when a publisher ends (rostopic pub -1
+// exits), goroslib reports its closed connection to our subscriber as an
+// error; the supervisor logs it as the ordinary event it is, naming the
+// topic, and nothing at error level.
+func TestPublisherGoneIsNotAnError(t *testing.T) {
+	m := rostest.StartMaster(t)
+	log, logs := rostest.Logger(t)
+	got := make(chan string, 4)
+	var sub *Subscriber
+	s, err := NewSupervisor(context.Background(), SupervisorConf{
+		Args: argsFor(t, m, "ttm_gone"), Logger: log,
+		PollInterval: 200 * time.Millisecond, RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		Setup: func(n *Node) error {
+			var err error
+			sub, err = NewSubscriber(SubscriberConf{Node: n, Topic: "/gone", Callback: func(msg *std_msgs.String) {
+				select {
+				case got <- msg.Data:
+				default:
+				}
+			}})
+			return err
+		},
+		Teardown: func() {
+			if sub != nil {
+				sub.Close()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitConnected(t, s, 1, 10*time.Second)
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", "/gone", "std_msgs/String", "data: bye")
+	select {
+	case d := <-got:
+		if d != "bye" {
+			t.Fatalf("received %q", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message never arrived")
+	}
+	rostest.WaitFor(t, 10*time.Second, "the closed connection logged", func() error {
+		for _, e := range logs.Entries("a publisher closed its connection") {
+			if e["topic"] == "/gone" {
+				return nil
+			}
+		}
+		return errors.New("not logged yet")
+	})
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"@level":"error"`) {
+			t.Errorf("logged at error level: %s", line)
 		}
 	}
 }
