@@ -13,7 +13,6 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
-	"github.com/ttmrobot/ttm/internal/safetensors"
 )
 
 // unusedMasterURI is a master URI nothing listens on.
@@ -91,35 +90,13 @@ func TestStartChecksFilesFirst(t *testing.T) {
 		{"truncated checkpoint", func(t *testing.T, ckpt, _ string) { truncate(t, ckpt) }, "checkpoint", "(truncated?)"},
 		{"corrupt checkpoint header", func(t *testing.T, ckpt, _ string) { flipByte(t, ckpt, 7) }, "checkpoint", "exceeds the limit"},
 		{"corrupt checkpoint tensor", func(t *testing.T, ckpt, _ string) {
-			f, err := safetensors.ReadFile(ckpt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bias, err := f.Tensors["policy/head/bias"].Floats()
-			if err != nil {
-				t.Fatal(err)
-			}
-			bias[0] = float32(math.NaN())
-			f.Tensors["policy/head/bias"] = safetensors.FromFloat32(bias, len(bias))
-			if err := safetensors.WriteFile(ckpt, f); err != nil {
-				t.Fatal(err)
-			}
+			editTensor(t, ckpt, "policy/head/bias", func(v []float32) { v[0] = float32(math.NaN()) })
 		}, "checkpoint", "policy/head/bias holds NaN"},
 		{"checkpoint weight with a flipped bit", func(t *testing.T, ckpt, _ string) {
-			f, err := safetensors.ReadFile(ckpt)
-			if err != nil {
-				t.Fatal(err)
-			}
-			k, err := f.Tensors["policy/head/kernel"].Floats()
-			if err != nil {
-				t.Fatal(err)
-			}
-			i := slices.IndexFunc(k, func(v float32) bool { return math.Abs(float64(v)) > 1e-3 })
-			k[i] = math.Float32frombits(math.Float32bits(k[i]) ^ 1<<30) // the exponent's top bit: over 1e35
-			f.Tensors["policy/head/kernel"] = safetensors.FromFloat32(k, f.Tensors["policy/head/kernel"].Shape...)
-			if err := safetensors.WriteFile(ckpt, f); err != nil {
-				t.Fatal(err)
-			}
+			editTensor(t, ckpt, "policy/head/kernel", func(v []float32) {
+				i := slices.IndexFunc(v, func(w float32) bool { return math.Abs(float64(w)) > 1e-3 })
+				v[i] = math.Float32frombits(math.Float32bits(v[i]) ^ 1<<30) // the exponent's top bit: over 1e35
+			})
 		}, "checkpoint", "policy/head/kernel holds"},
 		{"checkpoint weight bit flipped in place", func(t *testing.T, ckpt, _ string) {
 			st, err := os.Stat(ckpt)

@@ -69,6 +69,25 @@ func derivedCheckpoint(t testing.TB, name string, edit func(tensor string, v []f
 	return out
 }
 
+// editTensor rewrites one F32 tensor of the safetensors file at path in
+// place, through edit.
+func editTensor(t testing.TB, path, name string, edit func(v []float32)) {
+	t.Helper()
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.Tensors[name].Floats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(v)
+	f.Tensors[name] = safetensors.FromFloat32(v, f.Tensors[name].Shape...)
+	if err := safetensors.WriteFile(path, f); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // modeCheckpoint is the small policy with its head biased so that it always
 // picks mode (action.ModeTerminate, ModeArm or ModeBase): the mode logits
 // come first in the head's output.

@@ -24,41 +24,33 @@ import (
 	"github.com/ttmrobot/ttm/vision"
 )
 
-// testCamera publishes rgb8 sensor_msgs/Image frames with fresh stamps at a
-// fixed rate, through a Supervisor so it survives roscore restarts. Pause
-// stalls it.
-type testCamera struct {
-	pub    atomic.Pointer[ros.Publisher]
-	paused atomic.Bool
-	sent   atomic.Uint64
-	sup    *ros.Supervisor
-	frames []*vision.Image
-	stop   chan struct{}
-	done   chan struct{}
+// topicPublisher is a publisher on one topic from a node of its own, kept
+// by a Supervisor so that it survives roscore restarts; Load is nil while
+// the node is not registered.
+type topicPublisher struct {
+	atomic.Pointer[ros.Publisher]
+	sup *ros.Supervisor
 }
 
-func startCamera(t testing.TB, master, topic string, height, width int, rate float64, log hclog.Logger) *testCamera {
+func newTopicPublisher(t testing.TB, master, node, topic string, msg any, log hclog.Logger) *topicPublisher {
 	t.Helper()
-	a, err := ros.ParseArgs("test_camera", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
+	a, err := ros.ParseArgs(node, nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testCamera{stop: make(chan struct{}), done: make(chan struct{})}
-	for i := range 4 {
-		c.frames = append(c.frames, SyntheticImage(height, width, 16*i))
-	}
-	c.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
+	tp := &topicPublisher{}
+	tp.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
 		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond,
 		Setup: func(n *ros.Node) error {
-			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: topic, Msg: &sensor_msgs.Image{}})
+			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: topic, Msg: msg})
 			if err != nil {
 				return err
 			}
-			c.pub.Store(p)
+			tp.Store(p)
 			return nil
 		},
 		Teardown: func() {
-			if p := c.pub.Swap(nil); p != nil {
+			if p := tp.Swap(nil); p != nil {
 				p.Close()
 			}
 		},
@@ -66,6 +58,30 @@ func startCamera(t testing.TB, master, topic string, height, width int, rate flo
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tp
+}
+
+func (tp *topicPublisher) close() { tp.sup.Close() }
+
+// testCamera publishes rgb8 sensor_msgs/Image frames with fresh stamps at a
+// fixed rate, through a Supervisor so it survives roscore restarts. Pause
+// stalls it.
+type testCamera struct {
+	pub    *topicPublisher
+	paused atomic.Bool
+	sent   atomic.Uint64
+	frames []*vision.Image
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+func startCamera(t testing.TB, master, topic string, height, width int, rate float64, log hclog.Logger) *testCamera {
+	t.Helper()
+	c := &testCamera{stop: make(chan struct{}), done: make(chan struct{})}
+	for i := range 4 {
+		c.frames = append(c.frames, SyntheticImage(height, width, 16*i))
+	}
+	c.pub = newTopicPublisher(t, master, "test_camera", topic, &sensor_msgs.Image{}, log)
 	go c.run(time.Duration(float64(time.Second) / rate))
 	t.Cleanup(c.close)
 	return c
@@ -100,7 +116,7 @@ func (c *testCamera) close() {
 	}
 	close(c.stop)
 	<-c.done
-	c.sup.Close()
+	c.pub.close()
 }
 
 // received is one message a watcher got, with its arrival time.
@@ -293,11 +309,10 @@ func slopeRate(ts []float64) (float64, error) {
 // connects late gets it too. It publishes nothing until the first set;
 // ROS time moves only when the test sets it.
 type testClock struct {
-	pub  atomic.Pointer[ros.Publisher]
+	pub  *topicPublisher
 	now  atomic.Int64  // Unix nanoseconds to publish; 0: nothing yet
 	sent atomic.Uint64 // messages published
 	set1 chan struct{} // set's wake-up of the publishing goroutine
-	sup  *ros.Supervisor
 	stop chan struct{}
 	done chan struct{}
 }
@@ -325,29 +340,8 @@ func (c *testClock) waitSent(t testing.TB, n uint64) {
 
 func startClock(t testing.TB, master string, log hclog.Logger) *testClock {
 	t.Helper()
-	a, err := ros.ParseArgs("test_clock", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	c := &testClock{set1: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	c.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log,
-		Setup: func(n *ros.Node) error {
-			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: "/clock", Msg: &rosgraph_msgs.Clock{}})
-			if err != nil {
-				return err
-			}
-			c.pub.Store(p)
-			return nil
-		},
-		Teardown: func() {
-			if p := c.pub.Swap(nil); p != nil {
-				p.Close()
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c.pub = newTopicPublisher(t, master, "test_clock", "/clock", &rosgraph_msgs.Clock{}, log)
 	go func() {
 		defer close(c.done)
 		tk := time.NewTicker(20 * time.Millisecond)
@@ -369,7 +363,7 @@ func startClock(t testing.TB, master string, log hclog.Logger) *testClock {
 	t.Cleanup(func() {
 		close(c.stop)
 		<-c.done
-		c.sup.Close()
+		c.pub.close()
 	})
 	return c
 }
@@ -402,30 +396,7 @@ func waitConnected(t *testing.T, s *ros.Supervisor, generation int, timeout time
 // proprioception; it stops with the test.
 func startProprio(t testing.TB, master, topic string, reading []float32, rate float64, log hclog.Logger) {
 	t.Helper()
-	a, err := ros.ParseArgs("test_proprio", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pub atomic.Pointer[ros.Publisher]
-	sup, err := ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
-		RetryMin: 100 * time.Millisecond, RetryMax: 500 * time.Millisecond,
-		Setup: func(n *ros.Node) error {
-			p, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: topic, Msg: &std_msgs.Float32MultiArray{}})
-			if err != nil {
-				return err
-			}
-			pub.Store(p)
-			return nil
-		},
-		Teardown: func() {
-			if p := pub.Swap(nil); p != nil {
-				p.Close()
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub := newTopicPublisher(t, master, "test_proprio", topic, &std_msgs.Float32MultiArray{}, log)
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -445,6 +416,6 @@ func startProprio(t testing.TB, master, topic string, reading []float32, rate fl
 	t.Cleanup(func() {
 		close(stop)
 		<-done
-		sup.Close()
+		pub.close()
 	})
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/ttmrobot/ttm/internal/action"
 
 	"github.com/ttmrobot/ttm/internal/rostest"
-	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 )
 
@@ -81,16 +80,10 @@ func TestSoak(t *testing.T) {
 	if *soakFor <= 0 {
 		t.Skip("a measurement: run with -soak=DURATION (go test -run Soak -soak=10m ./node)")
 	}
-	ckpt, preset := soakCheckpoint(t)
+	ckpt, spec := soakCheckpoint(t)
 	// Keep acting: a seeded policy terminates every few steps, a trained one
 	// on the camera's synthetic frames too. The step costs the same.
 	biasToArm(t, ckpt)
-	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := p.Spec()
-	p.Close()
 
 	m := rostest.StartMaster(t)
 	log, _ := rostest.Logger(t)
@@ -135,7 +128,7 @@ func TestSoak(t *testing.T) {
 	s := n.Stats()
 	runtime.GC()
 	r := SoakReport{
-		Preset: preset, RateHz: *soakRate, CameraHz: *soakCameraHz, Threads: threads, Seconds: elapsed.Seconds(),
+		Preset: spec.Policy.Preset, RateHz: *soakRate, CameraHz: *soakCameraHz, Threads: threads, Seconds: elapsed.Seconds(),
 		Ticks: s.Ticks - s0.Ticks, Acted: s.Acted - s0.Acted, Stopped: s.Stopped - s0.Stopped,
 		DeadlineMisses: s.DeadlineMisses - s0.DeadlineMisses, Busy: s.Busy - s0.Busy, SkippedTicks: s.SkippedTicks - s0.SkippedTicks,
 		FramesIn: s.FramesIn - s0.FramesIn, FramesDropped: s.FramesDropped - s0.FramesDropped,
@@ -184,8 +177,8 @@ func TestSoak(t *testing.T) {
 
 // soakCheckpoint is the soak's policy file, a copy the soak may change:
 // -soak-policy's checkpoint with its backbone, or a fresh -soak-preset one.
-// It returns the file and the preset.
-func soakCheckpoint(t *testing.T) (string, string) {
+// It returns the file and its spec.
+func soakCheckpoint(t *testing.T) (string, policy.Spec) {
 	dir := t.TempDir()
 	if *soakPolicy == "" {
 		spec, err := policy.Preset(*soakPreset)
@@ -196,7 +189,7 @@ func soakCheckpoint(t *testing.T) (string, string) {
 		if err := policy.Create(spec, 1, "", ckpt, nil); err != nil {
 			t.Fatal(err)
 		}
-		return ckpt, *soakPreset
+		return ckpt, spec
 	}
 	p, err := policy.Load(*soakPolicy, policy.Options{NoBackbone: true})
 	if err != nil {
@@ -216,7 +209,7 @@ func soakCheckpoint(t *testing.T) (string, string) {
 			t.Fatal(err)
 		}
 	}
-	return filepath.Join(dir, filepath.Base(*soakPolicy)), p.Spec().Policy.Preset
+	return filepath.Join(dir, filepath.Base(*soakPolicy)), p.Spec()
 }
 
 func msOf(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
@@ -250,18 +243,5 @@ func heapMB() float64 {
 
 // biasToArm makes a checkpoint's head always choose arm mode.
 func biasToArm(t *testing.T, path string) {
-	f, err := safetensors.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := policy.Prefix + "head/bias"
-	bias, err := f.Tensors[name].Floats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bias[action.ModeArm] = 1e3
-	f.Tensors[name] = safetensors.FromFloat32(bias, len(bias))
-	if err := safetensors.WriteFile(path, f); err != nil {
-		t.Fatal(err)
-	}
+	editTensor(t, path, policy.Prefix+"head/bias", func(v []float32) { v[action.ModeArm] = 1e3 })
 }
