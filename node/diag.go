@@ -27,7 +27,7 @@ type diagState struct {
 // diagnostics builds the DiagnosticArray for stats taken at clock time now.
 // Values (all strings, as diagnostic_msgs/KeyValue requires):
 //
-//	state, episode, step, episode_done, e_stop, enabled, heartbeat_age_s
+//	state, episode, step, episode_done, e_stop, wrong_type_publishers ("none", or "; "-separated), enabled, heartbeat_age_s
 //	rate_target_hz, rate_measured_hz (ticks per second over the last 64 ticks, by the loop's clock)
 //	deadline_s, deadline_misses, deadline_misses_recent, busy_ticks, skipped_ticks, late_results_discarded
 //	<stage>_p50_ms, <stage>_p99_ms, <stage>_max_ms for every Stage (the last 64 ticks)
@@ -35,7 +35,7 @@ type diagState struct {
 //	embeddings_refused, policy_errors, actions_modified_by_filter, actions_rejected, unpublished
 //
 // The level is OK while acting or waiting for a new episode, ERROR while the
-// e-stop is latched or when inference failed or an action was rejected
+// e-stop is latched or a safety input unreadable, or when inference failed or an action was rejected
 // since the last message, and WARN otherwise (not acting, or deadline
 // misses since the last message).
 func (d *diagState) diagnostics(s Stats, now time.Time, in *Inputs, unpublished uint64) *diagnosticArray {
@@ -49,7 +49,7 @@ func (d *diagState) diagnostics(s Stats, now time.Time, in *Inputs, unpublished 
 	d.prev, d.havePrev = s, true
 
 	switch {
-	case s.Reason == ReasonEStop || recentErr > 0 || recentRej > 0:
+	case s.Reason == ReasonEStop || s.Reason == ReasonUnreadableSafety || recentErr > 0 || recentRej > 0:
 		st.Level = diagnostic_msgs.DiagnosticStatus_ERROR
 	case (s.Reason == ReasonNone || s.Reason == ReasonEpisodeDone) && recentMiss == 0:
 		st.Level = diagnostic_msgs.DiagnosticStatus_OK
@@ -67,6 +67,7 @@ func (d *diagState) diagnostics(s Stats, now time.Time, in *Inputs, unpublished 
 	u("step", uint64(s.Step))
 	kv("episode_done", strconv.FormatBool(s.Done))
 	kv("e_stop", strconv.FormatBool(in.EStopped()))
+	kv("wrong_type_publishers", in.wrongTypeText())
 	kv("enabled", strconv.FormatBool(in.Enabled()))
 	if hb := in.heartbeat.Load(); hb != 0 {
 		f("heartbeat_age_s", now.Sub(time.Unix(0, hb)).Seconds(), 3)

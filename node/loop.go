@@ -350,6 +350,8 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 		l.rec(StageImageAge, now.Sub(l.cur.stamp))
 	}
 	switch {
+	case l.in.UnreadableSafety() != "":
+		return ReasonUnreadableSafety
 	case l.in.EStopped():
 		return ReasonEStop
 	case !l.in.Enabled():

@@ -43,9 +43,12 @@ type Inputs struct {
 	// instructionsBad counts refused instructions (empty, too long).
 	instructionsBad atomic.Uint64
 
-	estop     atomic.Bool
-	enabled   atomic.Bool
-	heartbeat atomic.Int64 // clock time of the last heartbeat, Unix ns; 0: none yet
+	estop atomic.Bool
+	// wrongTypes describes the publishers that send a type the node
+	// cannot read; nil when there are none.
+	wrongTypes atomic.Pointer[wrongTypes]
+	enabled    atomic.Bool
+	heartbeat  atomic.Int64 // clock time of the last heartbeat, Unix ns; 0: none yet
 
 	resetRequested atomic.Uint64 // reset_memory calls so far
 	resetApplied   atomic.Uint64 // the loop has applied requests up to this one
@@ -188,6 +191,39 @@ func (in *Inputs) currentInstruction() instruction {
 // EStop latches the emergency stop: the loop publishes only the stop action
 // until EStopReset.
 func (in *Inputs) EStop() { in.estop.Store(true) }
+
+// wrongTypes describes publishers of another type than the node reads:
+// all of them, and those on a safety topic (e_stop, heartbeat), "; "-separated.
+type wrongTypes struct{ all, safety string }
+
+// SetWrongTypes records the publishers that send a type the node cannot
+// read: all of them (for diagnostics) and those on a safety topic, which
+// keep the loop from acting while there are any. "" means none.
+func (in *Inputs) SetWrongTypes(all, safety string) {
+	if all == "" && safety == "" {
+		in.wrongTypes.Store(nil)
+		return
+	}
+	in.wrongTypes.Store(&wrongTypes{all: all, safety: safety})
+}
+
+// UnreadableSafety describes the publishers of another type on a safety
+// topic, "" when there are none.
+func (in *Inputs) UnreadableSafety() string {
+	if w := in.wrongTypes.Load(); w != nil {
+		return w.safety
+	}
+	return ""
+}
+
+// wrongTypeText describes every publisher of another type, "none" when
+// there is none.
+func (in *Inputs) wrongTypeText() string {
+	if w := in.wrongTypes.Load(); w != nil && w.all != "" {
+		return w.all
+	}
+	return "none"
+}
 
 // EStopReset clears the emergency stop.
 func (in *Inputs) EStopReset() { in.estop.Store(false) }

@@ -341,6 +341,40 @@ func TestLoopEStopLatches(t *testing.T) {
 	}
 }
 
+// TestLoopWrongTypeSafetyPublisher: while a safety topic has a publisher
+// of another type the loop stops, ahead of every other reason; another
+// input's does not stop it.
+func TestLoopWrongTypeSafetyPublisher(t *testing.T) {
+	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	h.actNow()
+	h.in.SetWrongTypes("/instruction: /x publishes std_msgs/Int32, the node reads std_msgs/String", "")
+	if o := h.actNow(); !o.Acting {
+		t.Fatalf("a wrong-type instruction publisher stopped the loop: %+v", o)
+	}
+	h.in.SetWrongTypes("/e_stop: /x publishes std_msgs/Bool, the node reads std_msgs/Empty", "/e_stop: /x publishes std_msgs/Bool, the node reads std_msgs/Empty")
+	h.in.EStop()
+	for range 3 {
+		if o := h.actNow(); o.Acting || o.Reason != ReasonUnreadableSafety {
+			t.Fatalf("with a wrong-type e_stop publisher: %+v", o)
+		}
+	}
+	if got := h.in.wrongTypeText(); !strings.Contains(got, "std_msgs/Bool") {
+		t.Errorf("wrongTypeText = %q", got)
+	}
+	h.in.SetWrongTypes("", "")
+	if o := h.actNow(); o.Acting || o.Reason != ReasonEStop {
+		t.Fatalf("the publisher gone, the e-stop latched: %+v", o)
+	}
+	if got := h.in.wrongTypeText(); got != "none" {
+		t.Errorf("wrongTypeText = %q, want none", got)
+	}
+	h.in.EStopReset()
+	if o := h.actNow(); !o.Acting {
+		t.Fatalf("after e_stop_reset: %+v", o)
+	}
+}
+
 func TestLoopHeartbeatAndEnable(t *testing.T) {
 	h := newHarness(t, loadPolicy(t, actingPath(t)), LoopConfig{HeartbeatTimeout: 250 * time.Millisecond})
 	h.in.SetInstruction("pick up the coke can")

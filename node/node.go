@@ -151,8 +151,12 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	inputTypes, err := n.io.inputTypes()
+	if err != nil {
+		return nil, err
+	}
 	n.sup, err = ros.NewSupervisor(ctx, ros.SupervisorConf{Args: a, Setup: n.io.setup, Teardown: n.io.teardown,
-		Logger: log.Named("supervisor"), PollInterval: conf.PollInterval})
+		Logger: log.Named("supervisor"), PollInterval: conf.PollInterval, Inputs: inputTypes, OnWrongType: n.io.onWrongType})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/diagnostic_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
@@ -78,6 +79,7 @@ func TestNodeWithROS(t *testing.T) {
 	t.Run("Outputs", func(t *testing.T) { testOutputs(t, m) })
 	t.Run("StallStops", func(t *testing.T) { testStallStops(t, m, n, cam, watch) })
 	t.Run("EStopLatches", func(t *testing.T) { testEStopLatches(t, m, n, watch) })
+	t.Run("WrongTypeEStop", func(t *testing.T) { testWrongTypeEStop(t, m, n, watch, logs) })
 	t.Run("Services", func(t *testing.T) { testServices(t, m, n) })
 	t.Run("Diagnostics", func(t *testing.T) { testDiagnostics(t, watch) })
 	t.Run("MasterRestart", func(t *testing.T) { testNodeMasterRestart(t, m, n, logs) })
@@ -350,6 +352,41 @@ func testEStopLatches(t *testing.T, m *rostest.Master, n *Node, w *watcher) {
 				t.Fatalf("action during e-stop: %v", a.msg.Data)
 			}
 		}
+	}
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop_reset", "std_msgs/Empty", "{}")
+	waitStatus(t, m, n, "acting")
+}
+
+// testWrongTypeEStop: an e-stop published as std_msgs/Bool, which goroslib
+// drops, stops the node and is named on status and /diagnostics while it
+// publishes; killed, it leaves the e-stop latched until e_stop_reset.
+func testWrongTypeEStop(t *testing.T, m *rostest.Master, n *Node, w *watcher, logs *rostest.Log) {
+	published := make(chan error, 1)
+	go func() {
+		_, err := m.Run(8*time.Second, "rostopic", "pub", "-r", "5", nodeNS+"/e_stop", "std_msgs/Bool", "data: true")
+		published <- err
+	}()
+	waitStatus(t, m, n, "stopped: "+ReasonUnreadableSafety.String())
+	rostest.WaitFor(t, 10*time.Second, "the publisher named on /diagnostics", func() error {
+		kv, st := w.lastDiagnostics(nodeName + ": control loop")
+		if st == nil {
+			return errors.New("no diagnostics")
+		}
+		want := nodeNS + "/e_stop: /rostopic_"
+		if got := kv["wrong_type_publishers"]; !strings.HasPrefix(got, want) || !strings.Contains(got, "publishes std_msgs/Bool, the node reads std_msgs/Empty") {
+			return fmt.Errorf("wrong_type_publishers = %q", got)
+		}
+		if kv["state"] != "unreadable_safety_input" || st.Level != diagnostic_msgs.DiagnosticStatus_ERROR {
+			return fmt.Errorf("state %q at level %d", kv["state"], st.Level)
+		}
+		return nil
+	})
+	if err := <-published; err == nil || !strings.Contains(err.Error(), "no result within") {
+		t.Fatalf("rostopic pub -r ended on its own: %v", err)
+	}
+	waitStatus(t, m, n, "stopped: e-stop latched (publish e_stop_reset to clear)")
+	if len(logs.Entries("e-stop latched: a publisher on e_stop sends a type the node cannot read")) == 0 {
+		t.Error("the latch was not logged")
 	}
 	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop_reset", "std_msgs/Empty", "{}")
 	waitStatus(t, m, n, "acting")

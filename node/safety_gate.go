@@ -6,70 +6,74 @@ import "fmt"
 // loop checks them at every tick and reports the first that applies, in
 // this order except that the proprioception's (added later, to keep the
 // numbers) come after ReasonNoInstruction and ReasonStaleFrame,
-// ReasonNoHeartbeat comes where ReasonHeartbeat does and
-// ReasonFutureFrame where ReasonStaleFrame does;
+// ReasonNoHeartbeat comes where ReasonHeartbeat does,
+// ReasonFutureFrame where ReasonStaleFrame does and ReasonUnreadableSafety
+// first;
 // ReasonNone means it acted.
 type Reason int
 
 const (
-	ReasonNone          Reason = iota // acting: the policy's action was published
-	ReasonEStop                       // e_stop received, not yet e_stop_reset
-	ReasonDisabled                    // the enable service was called with false
-	ReasonHeartbeat                   // no heartbeat within ~heartbeat_timeout
-	ReasonNoFrame                     // no camera frame received yet
-	ReasonNoInstruction               // no instruction (or embedding) received yet
-	ReasonStaleFrame                  // the newest frame is older than ~max_image_age
-	ReasonEpisodeDone                 // the policy terminated or ~max_steps was reached; waiting for a new episode
-	ReasonBusy                        // an inference that missed its deadline is still running
-	ReasonDeadline                    // the inference did not finish by the tick's deadline
-	ReasonPolicyError                 // the inference failed (bad frame or embedding, non-finite output)
-	ReasonRejected                    // the safety filter rejected the action (non-finite value)
-	ReasonShutdown                    // the node is stopping
-	ReasonNoProprio                   // the policy reads proprioception and none has been received yet
-	ReasonStaleProprio                // the newest proprioception is older than ~max_proprio_age
-	ReasonNoHeartbeat                 // a heartbeat is required and none has been received yet
-	ReasonFutureFrame                 // the newest frame is stamped more than ~max_image_age ahead of the clock
+	ReasonNone             Reason = iota // acting: the policy's action was published
+	ReasonEStop                          // e_stop received, not yet e_stop_reset
+	ReasonDisabled                       // the enable service was called with false
+	ReasonHeartbeat                      // no heartbeat within ~heartbeat_timeout
+	ReasonNoFrame                        // no camera frame received yet
+	ReasonNoInstruction                  // no instruction (or embedding) received yet
+	ReasonStaleFrame                     // the newest frame is older than ~max_image_age
+	ReasonEpisodeDone                    // the policy terminated or ~max_steps was reached; waiting for a new episode
+	ReasonBusy                           // an inference that missed its deadline is still running
+	ReasonDeadline                       // the inference did not finish by the tick's deadline
+	ReasonPolicyError                    // the inference failed (bad frame or embedding, non-finite output)
+	ReasonRejected                       // the safety filter rejected the action (non-finite value)
+	ReasonShutdown                       // the node is stopping
+	ReasonNoProprio                      // the policy reads proprioception and none has been received yet
+	ReasonStaleProprio                   // the newest proprioception is older than ~max_proprio_age
+	ReasonNoHeartbeat                    // a heartbeat is required and none has been received yet
+	ReasonFutureFrame                    // the newest frame is stamped more than ~max_image_age ahead of the clock
+	ReasonUnreadableSafety               // a publisher on e_stop or heartbeat sends a type the node cannot read
 	numReasons
 )
 
 var reasonText = [numReasons]string{
-	ReasonNone:          "acting",
-	ReasonEStop:         "e-stop latched (publish e_stop_reset to clear)",
-	ReasonDisabled:      "disabled (call enable with true)",
-	ReasonHeartbeat:     "heartbeat lost",
-	ReasonNoFrame:       "no camera frame yet",
-	ReasonNoInstruction: "no instruction yet",
-	ReasonStaleFrame:    "camera frame too old",
-	ReasonEpisodeDone:   "episode done (new instruction or reset_memory starts the next)",
-	ReasonBusy:          "previous inference still running",
-	ReasonDeadline:      "inference missed its deadline",
-	ReasonPolicyError:   "inference failed",
-	ReasonRejected:      "action rejected by the safety filter",
-	ReasonShutdown:      "shutting down",
-	ReasonNoProprio:     "no proprioception yet",
-	ReasonStaleProprio:  "proprioception too old",
-	ReasonNoHeartbeat:   "no heartbeat yet",
-	ReasonFutureFrame:   "camera frame stamped in the future (clocks out of step?)",
+	ReasonNone:             "acting",
+	ReasonEStop:            "e-stop latched (publish e_stop_reset to clear)",
+	ReasonDisabled:         "disabled (call enable with true)",
+	ReasonHeartbeat:        "heartbeat lost",
+	ReasonNoFrame:          "no camera frame yet",
+	ReasonNoInstruction:    "no instruction yet",
+	ReasonStaleFrame:       "camera frame too old",
+	ReasonEpisodeDone:      "episode done (new instruction or reset_memory starts the next)",
+	ReasonBusy:             "previous inference still running",
+	ReasonDeadline:         "inference missed its deadline",
+	ReasonPolicyError:      "inference failed",
+	ReasonRejected:         "action rejected by the safety filter",
+	ReasonShutdown:         "shutting down",
+	ReasonNoProprio:        "no proprioception yet",
+	ReasonStaleProprio:     "proprioception too old",
+	ReasonNoHeartbeat:      "no heartbeat yet",
+	ReasonFutureFrame:      "camera frame stamped in the future (clocks out of step?)",
+	ReasonUnreadableSafety: "a publisher of another type on e_stop or heartbeat",
 }
 
 var reasonKey = [numReasons]string{
-	ReasonNone:          "acting",
-	ReasonEStop:         "e_stop",
-	ReasonDisabled:      "disabled",
-	ReasonHeartbeat:     "heartbeat",
-	ReasonNoFrame:       "no_frame",
-	ReasonNoInstruction: "no_instruction",
-	ReasonStaleFrame:    "stale_frame",
-	ReasonEpisodeDone:   "episode_done",
-	ReasonBusy:          "busy",
-	ReasonDeadline:      "deadline_miss",
-	ReasonPolicyError:   "policy_error",
-	ReasonRejected:      "rejected",
-	ReasonShutdown:      "shutdown",
-	ReasonNoProprio:     "no_proprio",
-	ReasonStaleProprio:  "stale_proprio",
-	ReasonNoHeartbeat:   "no_heartbeat",
-	ReasonFutureFrame:   "future_frame",
+	ReasonNone:             "acting",
+	ReasonEStop:            "e_stop",
+	ReasonDisabled:         "disabled",
+	ReasonHeartbeat:        "heartbeat",
+	ReasonNoFrame:          "no_frame",
+	ReasonNoInstruction:    "no_instruction",
+	ReasonStaleFrame:       "stale_frame",
+	ReasonEpisodeDone:      "episode_done",
+	ReasonBusy:             "busy",
+	ReasonDeadline:         "deadline_miss",
+	ReasonPolicyError:      "policy_error",
+	ReasonRejected:         "rejected",
+	ReasonShutdown:         "shutdown",
+	ReasonNoProprio:        "no_proprio",
+	ReasonStaleProprio:     "stale_proprio",
+	ReasonNoHeartbeat:      "no_heartbeat",
+	ReasonFutureFrame:      "future_frame",
+	ReasonUnreadableSafety: "unreadable_safety_input",
 }
 
 // String is a human-readable explanation.

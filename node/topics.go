@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,9 @@ type rosIO struct {
 	badProprio throttle
 	badInstr   throttle
 	newInstr   throttle
+	// wrongTypes are the publishers of another type the last audit found;
+	// only the supervisor's audit goroutine touches it.
+	wrongTypes map[ros.WrongType]bool
 	// instrChanges counts instructions that started an episode; only the
 	// subscriber's callback touches it.
 	instrChanges uint64
@@ -116,25 +120,7 @@ func (r *rosIO) setup(n *ros.Node) error {
 	r.pubs.Store(p)
 	r.statusMu.Unlock()
 
-	subs := []struct {
-		name string
-		cb   any
-	}{
-		{ros.TopicImage, r.onImage},
-		{ros.TopicCompressed, r.onCompressed},
-		{ros.TopicInstruction, r.onInstruction},
-		{ros.TopicEmbedding, r.onEmbedding},
-		{ros.TopicEStop, r.onEStop},
-		{ros.TopicEStopReset, r.onEStopReset},
-		{ros.TopicHeartbeat, func(*std_msgs.Empty) { r.in.Heartbeat() }},
-	}
-	if len(r.proprio) > 0 {
-		subs = append(subs, struct {
-			name string
-			cb   any
-		}{ros.TopicProprio, r.onProprio})
-	}
-	for _, sc := range subs {
+	for _, sc := range r.inputs() {
 		sub, err := ros.NewSubscriber(ros.SubscriberConf{Node: n, Topic: r.names[sc.name], Callback: sc.cb})
 		if err != nil {
 			return fmt.Errorf("subscribe %s: %w", r.names[sc.name], err)
@@ -157,6 +143,80 @@ func (r *rosIO) setup(n *ros.Node) error {
 		r.srvs = append(r.srvs, sp)
 	}
 	return nil
+}
+
+// input is a topic the node subscribes to and its callback, whose argument
+// is the message type it reads.
+type input struct {
+	name string
+	cb   any
+}
+
+func (r *rosIO) inputs() []input {
+	in := []input{
+		{ros.TopicImage, r.onImage},
+		{ros.TopicCompressed, r.onCompressed},
+		{ros.TopicInstruction, r.onInstruction},
+		{ros.TopicEmbedding, r.onEmbedding},
+		{ros.TopicEStop, r.onEStop},
+		{ros.TopicEStopReset, r.onEStopReset},
+		{ros.TopicHeartbeat, func(*std_msgs.Empty) { r.in.Heartbeat() }},
+	}
+	if len(r.proprio) > 0 {
+		in = append(in, input{ros.TopicProprio, r.onProprio})
+	}
+	return in
+}
+
+// inputTypes maps each resolved input topic onto the ROS type it is read
+// as, for the supervisor's audit of publisher types.
+func (r *rosIO) inputTypes() (map[string]string, error) {
+	types := map[string]string{}
+	for _, in := range r.inputs() {
+		msg := reflect.Zero(reflect.TypeOf(in.cb).In(0).Elem()).Interface()
+		t, err := ros.MessageType(msg)
+		if err != nil {
+			return nil, fmt.Errorf("the type of %s: %w", r.names[in.name], err)
+		}
+		types[r.names[in.name]] = t
+	}
+	return types, nil
+}
+
+// onWrongType takes the supervisor's audit: publishers on the node's
+// inputs that send another type, whose messages goroslib drops. One on a
+// safety topic stops the loop while it publishes, and one on e_stop also
+// latches the e-stop (it may well be an e-stop of another convention,
+// std_msgs/Bool). Each is logged when it appears and when it goes.
+func (r *rosIO) onWrongType(wrong []ros.WrongType) {
+	var all, safety []string
+	now := map[ros.WrongType]bool{}
+	for _, w := range wrong {
+		now[w] = true
+		all = append(all, w.String())
+		switch w.Topic {
+		case r.names[ros.TopicEStop]:
+			safety = append(safety, w.String())
+			if !r.in.EStopped() {
+				r.log.Error("e-stop latched: a publisher on e_stop sends a type the node cannot read", "topic", w.Topic,
+					"publisher", w.Publisher, "type", w.Type, "reads", w.Want)
+			}
+			r.in.EStop()
+		case r.names[ros.TopicHeartbeat]:
+			safety = append(safety, w.String())
+		}
+		if !r.wrongTypes[w] {
+			r.log.Warn("a publisher sends a type the node cannot read; its messages are dropped", "topic", w.Topic,
+				"publisher", w.Publisher, "type", w.Type, "reads", w.Want)
+		}
+	}
+	for w := range r.wrongTypes {
+		if !now[w] {
+			r.log.Info("the publisher of another type has gone", "topic", w.Topic, "publisher", w.Publisher, "type", w.Type)
+		}
+	}
+	r.wrongTypes = now
+	r.in.SetWrongTypes(strings.Join(all, "; "), strings.Join(safety, "; "))
 }
 
 // teardown closes what setup created (also after a partial setup).

@@ -66,6 +66,15 @@ type SupervisorConf struct {
 	// CallTimeout bounds each call to the master made by the supervisor.
 	// It defaults to DefaultCallTimeout.
 	CallTimeout time.Duration
+
+	// Inputs maps the resolved topics the node subscribes to onto the
+	// message types it reads them as (see MessageType). Every poll
+	// interval the supervisor asks who publishes them with which type and
+	// passes the publishers of another type (none: an empty slice) to
+	// OnWrongType, since goroslib drops their connections silently.
+	// Optional; OnWrongType is required with it.
+	Inputs      map[string]string
+	OnWrongType func([]WrongType)
 }
 
 // SupervisorStatus is a snapshot of a Supervisor.
@@ -96,6 +105,7 @@ type Supervisor struct {
 	ctx       context.Context
 	ctxCancel context.CancelFunc
 	done      chan struct{}
+	audits    sync.WaitGroup // the audit goroutine, when conf.Inputs is set
 
 	mu     sync.Mutex // mu guards status and err
 	status SupervisorStatus
@@ -134,6 +144,9 @@ func NewSupervisor(ctx context.Context, conf SupervisorConf) (*Supervisor, error
 	if conf.CallTimeout <= 0 {
 		conf.CallTimeout = DefaultCallTimeout
 	}
+	if len(conf.Inputs) > 0 && conf.OnWrongType == nil {
+		return nil, fmt.Errorf("supervisor: Inputs without OnWrongType")
+	}
 	if err := checkGoroslibRemaps(os.Args[1:], conf.Args); err != nil {
 		return nil, fmt.Errorf("supervisor: %w", err)
 	}
@@ -153,6 +166,13 @@ func NewSupervisor(ctx context.Context, conf SupervisorConf) (*Supervisor, error
 		done:     make(chan struct{}),
 	}
 	s.ctx, s.ctxCancel = context.WithCancel(ctx)
+	if len(conf.Inputs) > 0 {
+		s.audits.Add(1)
+		go func() {
+			defer s.audits.Done()
+			s.auditLoop()
+		}()
+	}
 	go s.run()
 	return s, nil
 }
@@ -162,6 +182,7 @@ func NewSupervisor(ctx context.Context, conf SupervisorConf) (*Supervisor, error
 func (s *Supervisor) Close() {
 	s.ctxCancel()
 	<-s.done
+	s.audits.Wait()
 }
 
 // Done is closed when the supervisor has stopped (Close, context, or a

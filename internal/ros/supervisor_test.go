@@ -444,6 +444,7 @@ func TestNewSupervisorConfErrors(t *testing.T) {
 		{SupervisorConf{Setup: setup}, "Args is nil"},
 		{SupervisorConf{Args: a}, "Setup is nil"},
 		{SupervisorConf{Args: a, Setup: setup, RetryMin: time.Second, RetryMax: time.Millisecond}, "RetryMax"},
+		{SupervisorConf{Args: a, Setup: setup, Inputs: map[string]string{"/a": "std_msgs/Empty"}}, "OnWrongType"},
 	} {
 		if _, err := NewSupervisor(context.Background(), tc.conf); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("NewSupervisor = %v, want error containing %q", err, tc.wantErr)
