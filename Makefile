@@ -13,7 +13,7 @@ GO ?= go
 # ROS 1 for the master. The tests and benchmarks add the message packages
 # rostopic needs in the integration tests, and PyTorch for the reference
 # TTM that the parity tests and make bench compare against.
-DEMO_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev ros-core
+DEMO_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev libjpeg62-turbo-dev libpng-dev ros-core
 TEST_PACKAGES := $(DEMO_PACKAGES) python3-sensor-msgs python3-geometry-msgs python3-std-srvs python3-diagnostic-msgs \
 	python3-numpy python3-torch
 

@@ -53,7 +53,7 @@ func FuzzDecodeImage(f *testing.F) {
 	})
 }
 
-// FuzzDecodeCompressed runs OpenCV's imdecode on whatever passes the Go
+// FuzzDecodeCompressed runs libjpeg and libpng on whatever passes the Go
 // checks: a crash here would abort the process, and fail the fuzzer.
 func FuzzDecodeCompressed(f *testing.F) {
 	pic := testPicture(12, 8)
@@ -70,6 +70,8 @@ func FuzzDecodeCompressed(f *testing.F) {
 	f.Add("16UC1; compressedDepth png", greyPNG)
 	f.Add("jpeg", jpegSOF(0xC0, 8, 16, 16, 3))
 	f.Add("png", pngWithIHDR(16, 16, 8, 6))
+	f.Add("jpeg", progressiveJPEG(3))
+	f.Add("png", withChunk(colourPNG, pngChunkBadCRC("tEXt", []byte("k\x00v"))))
 	f.Fuzz(func(t *testing.T, format string, data []byte) {
 		var dec Decoder
 		msg := &CompressedImage{Format: format, Data: data}

@@ -9,9 +9,12 @@ import (
 	"image/color"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -257,6 +260,65 @@ func pngWithIHDR(w, h uint32, depth, colour byte) []byte {
 	return append(d, pngIEND...)
 }
 
+// withChunk inserts a chunk before a PNG's IEND.
+func withChunk(png, chunk []byte) []byte {
+	end := len(png) - len(pngIEND)
+	return append(append(append([]byte{}, png[:end]...), chunk...), pngIEND...)
+}
+
+func pngChunkBadCRC(typ string, data []byte) []byte {
+	c := pngChunk(typ, data)
+	c[len(c)-1] ^= 0xFF
+	return c
+}
+
+// scanStart is the offset of a baseline JPEG's entropy-coded data: after
+// its (only) SOS segment.
+func scanStart(d []byte) int {
+	i := bytes.Index(d, []byte{0xFF, 0xDA})
+	if i < 0 {
+		panic("no SOS marker")
+	}
+	return i + 2 + int(binary.BigEndian.Uint16(d[i+2:]))
+}
+
+// cutScan keeps 1/part of a JPEG's scan data, then EOI.
+func cutScan(d []byte, part int) []byte {
+	i := scanStart(d)
+	n := (len(d) - 2 - i) / part
+	return append(append([]byte{}, d[:i+n]...), 0xFF, 0xD9)
+}
+
+// randomScan replaces a JPEG's scan data with random bytes (no 0xFF, so
+// no marker) of the same length.
+func randomScan(d []byte) []byte {
+	i := scanStart(d)
+	out := append([]byte{}, d...)
+	r := rand.New(rand.NewPCG(3, 4))
+	for j := i; j < len(out)-2; j++ {
+		out[j] = byte(r.IntN(255))
+	}
+	return out
+}
+
+// progressiveJPEG is an 8x8 grey progressive JPEG of scans DC scans, each
+// one code of one bit (a DC difference of zero) padded with ones.
+func progressiveJPEG(scans int) []byte {
+	d := []byte{0xFF, 0xD8}
+	d = append(d, 0xFF, 0xDB, 0, 67, 0)
+	for range 64 {
+		d = append(d, 1)
+	}
+	d = append(d, 0xFF, 0xC2, 0, 11, 8, 0, 8, 0, 8, 1, 1, 0x11, 0)
+	d = append(d, 0xFF, 0xC4, 0, 20, 0x00, 1)
+	d = append(d, make([]byte, 15)...)
+	d = append(d, 0)
+	for range scans {
+		d = append(d, 0xFF, 0xDA, 0, 8, 1, 1, 0x00, 0, 0, 0x00, 0x7F)
+	}
+	return append(d, 0xFF, 0xD9)
+}
+
 // jpegSOF returns SOI, a SOF marker with the given fields, and EOI.
 func jpegSOF(marker byte, precision byte, w, h uint16, nc byte) []byte {
 	d := []byte{0xFF, 0xD8, 0xFF, marker}
@@ -275,6 +337,7 @@ func TestDecodeCompressedRejects(t *testing.T) {
 	pic := testPicture(32, 24)
 	goodPNG := encodePNG(t, goImage(pic, 32, 24, false))
 	goodJPEG := encodeJPEG(t, goImage(pic, 32, 24, false), 90)
+	bigJPEG := encodeJPEG(t, goImage(testPicture(320, 240), 320, 240, false), 90)
 	with := func(b []byte, f func([]byte) []byte) []byte { return f(append([]byte{}, b...)) }
 	grey16 := image.NewGray16(image.Rect(0, 0, 8, 8))
 	grey16.Set(3, 3, color.Gray16{Y: 40000})
@@ -300,13 +363,18 @@ func TestDecodeCompressedRejects(t *testing.T) {
 		{"png too many pixels", "png", pngWithIHDR(8000, 8000, 8, 2), ErrBadSize, "more than the limit"},
 		{"png bad depth", "png", pngWithIHDR(10, 10, 3, 2), ErrCorrupt, "bit depth 3"},
 		{"png bad colour", "png", pngWithIHDR(10, 10, 8, 5), ErrCorrupt, "colour type 5"},
-		{"png no image data", "png", pngWithIHDR(10, 10, 8, 2), ErrCorrupt, "OpenCV could not decode"},
+		{"png no image data", "png", pngWithIHDR(10, 10, 8, 2), ErrCorrupt, "libpng: IEND: out of place"},
 		{"png damaged image data", "png", with(goodPNG, func(b []byte) []byte {
 			for i := 60; i < 90; i++ {
 				b[i] ^= 0x5A
 			}
 			return b
-		}), ErrCorrupt, "OpenCV could not decode"},
+		}), ErrCorrupt, "libpng: IDAT"},
+		{"png bad IDAT crc", "png", with(goodPNG, func(b []byte) []byte { b[len(b)-13] ^= 1; return b }), ErrCorrupt, "libpng: IDAT: CRC error"},
+		{"png ancillary chunk bad crc", "png", withChunk(goodPNG, pngChunkBadCRC("tEXt", []byte("k\x00v"))), ErrCorrupt, "libpng warns: tEXt: CRC error"},
+		{"jpeg scan cut to a tenth", "jpeg", cutScan(bigJPEG, 10), ErrCorrupt, "libjpeg warns: Corrupt JPEG data: premature end of data segment"},
+		{"jpeg random scan bytes", "jpeg", randomScan(bigJPEG), ErrCorrupt, "libjpeg"},
+		{"jpeg progressive of 150 scans", "jpeg", progressiveJPEG(150), ErrCorrupt, "libjpeg: more than 100 scans"},
 		{"jpeg truncated", "jpeg", goodJPEG[:len(goodJPEG)/2], ErrCorrupt, "EOI"},
 		{"jpeg garbage between segments", "jpeg", with(goodJPEG, func(b []byte) []byte {
 			end := 4 + int(binary.BigEndian.Uint16(b[4:])) // after the first segment
@@ -317,7 +385,7 @@ func TestDecodeCompressedRejects(t *testing.T) {
 		{"jpeg cmyk", "jpeg", jpegSOF(0xC0, 8, 16, 16, 4), ErrUnsupportedEncoding, "4 components"},
 		{"jpeg zero height", "jpeg", jpegSOF(0xC0, 8, 16, 0, 3), ErrBadSize, "is empty"},
 		{"jpeg huge", "jpeg", jpegSOF(0xC0, 8, 65535, 65535, 3), ErrBadSize, "exceeds the limit"},
-		{"jpeg no scan", "jpeg", jpegSOF(0xC0, 8, 16, 16, 3), ErrCorrupt, "OpenCV could not decode"},
+		{"jpeg no scan", "jpeg", jpegSOF(0xC0, 8, 16, 16, 3), ErrCorrupt, "libjpeg: Invalid JPEG file structure: missing SOS marker"},
 		{"jpeg no frame header", "jpeg", []byte{0xFF, 0xD8, 0xFF, 0xFE, 0, 4, 'h', 'i', 0xFF, 0xD9}, ErrCorrupt, "unexpected marker 0xd9"},
 		{"jpeg bad length", "jpeg", []byte{0xFF, 0xD8, 0xFF, 0xE0, 0xFF, 0xFF, 0xFF, 0xD9}, ErrCorrupt, "has length 65535"},
 	}
@@ -336,7 +404,8 @@ func TestDecodeCompressedRejects(t *testing.T) {
 	for _, good := range []struct {
 		format string
 		data   []byte
-	}{{"png", goodPNG}, {"jpeg", goodJPEG}, {"", goodJPEG}, {"bgr8; png compressed bgr8", goodPNG}, {"jpeg", append(append([]byte{}, goodJPEG...), 0, 0, 0)}} {
+	}{{"png", goodPNG}, {"jpeg", goodJPEG}, {"", goodJPEG}, {"bgr8; png compressed bgr8", goodPNG}, {"jpeg", append(append([]byte{}, goodJPEG...), 0, 0, 0)},
+		{"png", withChunk(goodPNG, pngChunk("tEXt", []byte("k\x00v")))}} {
 		f, err := dec.DecodeCompressed(&CompressedImage{Format: good.format, Data: good.data})
 		if err != nil || f.Width != 32 || f.Height != 24 || f.Format != BGR8 {
 			t.Errorf("valid %q image: frame %dx%d %v, error %v", good.format, f.Width, f.Height, f.Format, err)
@@ -344,9 +413,67 @@ func TestDecodeCompressedRejects(t *testing.T) {
 	}
 }
 
-// TestDamagedJPEGStillDecodes records what libjpeg does with damaged
-// entropy-coded data: it warns and fills in, so the frame decodes with the
-// right size. The header and trailer checks cannot see this damage.
+// TestCorruptFramesPrintNothing: the codec libraries' messages about
+// corrupt data come back in the error, never on the process's stderr
+// (libjpeg under OpenCV printed one line per damaged frame).
+func TestCorruptFramesPrintNothing(t *testing.T) {
+	big := encodeJPEG(t, goImage(testPicture(320, 240), 320, 240, false), 90)
+	png := encodePNG(t, goImage(testPicture(32, 24), 32, 24, false))
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Dup2(int(w.Fd()), 2); err != nil {
+		t.Fatal(err)
+	}
+	var dec Decoder
+	var errs []error
+	for _, d := range [][]byte{cutScan(big, 10), randomScan(big), withChunk(png, pngChunkBadCRC("tEXt", []byte("k\x00v")))} {
+		_, err := dec.DecodeCompressed(&CompressedImage{Data: d})
+		errs = append(errs, err)
+	}
+	if err := syscall.Dup2(saved, 2); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(saved)
+	w.Close()
+	out, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("case %d: %v, want ErrCorrupt", i, err)
+		}
+	}
+	if len(out) != 0 {
+		t.Errorf("decoding printed %q on stderr", out)
+	}
+}
+
+// TestProgressiveJPEGScans: a progressive JPEG decodes up to MaxJPEGScans
+// scans and is refused beyond.
+func TestProgressiveJPEGScans(t *testing.T) {
+	var dec Decoder
+	for _, scans := range []int{1, 2, MaxJPEGScans, MaxJPEGScans + 1, 1000} {
+		f, err := dec.DecodeCompressed(&CompressedImage{Format: "jpeg", Data: progressiveJPEG(scans)})
+		if scans <= MaxJPEGScans && (err != nil || f.Width != 8 || f.Height != 8) {
+			t.Errorf("%d scans: %dx%d, %v", scans, f.Width, f.Height, err)
+		}
+		if scans > MaxJPEGScans && (!errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "more than 100 scans")) {
+			t.Errorf("%d scans: %v, want refused for its scans", scans, err)
+		}
+	}
+}
+
+// TestDamagedJPEGStillDecodes records the limit of the corruption check:
+// JPEG has no checksum, and damage to entropy-coded data that still decodes
+// as valid codes draws no warning from libjpeg, so the frame decodes.
 func TestDamagedJPEGStillDecodes(t *testing.T) {
 	pic := testPicture(64, 48)
 	data := encodeJPEG(t, goImage(pic, 64, 48, false), 90)
@@ -382,7 +509,6 @@ func TestDecodeCompressedDoesNotAllocate(t *testing.T) {
 		if _, err := dec.DecodeCompressed(msg); err != nil {
 			t.Fatal(err)
 		}
-		// OpenCV allocates in C++; the Go side reuses the decoder's buffer.
 		if n := testing.AllocsPerRun(20, func() { _, _ = dec.DecodeCompressed(msg) }); n != 0 {
 			t.Errorf("%s: %v Go allocations per frame", msg.Format, n)
 		}
