@@ -24,7 +24,8 @@ import (
 // as dropped (Counters.FramesDropped). The loop always acts on the newest
 // frame and never on a queue of old ones.
 type Inputs struct {
-	clock ros.Clock
+	clock     ros.Clock
+	maxPixels int // frames of more pixels are refused
 
 	mu           sync.Mutex // mu guards frame, instr, episodeInstr
 	frame        *frameIn   // newest frame not yet taken by the loop
@@ -81,9 +82,21 @@ type instruction struct {
 // NewInputs returns empty inputs that stamp arrivals with clock; acting
 // starts enabled.
 func NewInputs(clock ros.Clock) *Inputs {
-	in := &Inputs{clock: clock}
+	in := &Inputs{clock: clock, maxPixels: DefaultMaxFramePixels}
 	in.enabled.Store(true)
 	return in
+}
+
+// SetMaxFramePixels sets the largest frame accepted, in pixels
+// (~max_frame_pixels); call it before frames arrive.
+func (in *Inputs) SetMaxFramePixels(n int) { in.maxPixels = n }
+
+// checkPixels refuses a frame of more than in.maxPixels pixels.
+func (in *Inputs) checkPixels(w, h int) error {
+	if w*h > in.maxPixels {
+		return fmt.Errorf("%w: %dx%d frame of %d pixels exceeds ~max_frame_pixels %d", vision.ErrBadSize, w, h, w*h, in.maxPixels)
+	}
+	return nil
 }
 
 // PutImage offers a raw frame. stamp is the message header's stamp; the
@@ -92,6 +105,9 @@ func NewInputs(clock ros.Clock) *Inputs {
 // error naming the problem and counted.
 func (in *Inputs) PutImage(msg *vision.Image, stamp time.Time) error {
 	f, err := vision.DecodeImage(msg)
+	if err == nil {
+		err = in.checkPixels(f.Width, f.Height)
+	}
 	if err != nil {
 		in.framesBad.Add(1)
 		return err
@@ -101,10 +117,14 @@ func (in *Inputs) PutImage(msg *vision.Image, stamp time.Time) error {
 }
 
 // PutCompressed offers a compressed frame; its header is checked now
-// (vision.InspectCompressed: format, size, trailer), its pixels are decoded
-// when the loop uses it.
+// (vision.InspectCompressed: format, size, trailer; and the pixel bound),
+// its pixels are decoded when the loop uses it.
 func (in *Inputs) PutCompressed(msg *vision.CompressedImage, stamp time.Time) error {
-	if _, err := vision.InspectCompressed(msg); err != nil {
+	info, err := vision.InspectCompressed(msg)
+	if err == nil {
+		err = in.checkPixels(info.Width, info.Height)
+	}
+	if err != nil {
 		in.framesBad.Add(1)
 		return err
 	}

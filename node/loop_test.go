@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"image/jpeg"
+	"image/png"
 	"math"
 	"slices"
 	"strings"
@@ -716,6 +717,47 @@ func TestLoopCompressedFrames(t *testing.T) {
 	}
 	if st := h.loop.Stats(); st.FramesBad != 2 {
 		t.Errorf("refused frames %d, want 2", st.FramesBad)
+	}
+}
+
+// TestInputsMaxFramePixels: frames over ~max_frame_pixels are refused from
+// their header, raw or compressed, and counted; a frame at the bound is
+// taken. The PNG is 8192x2048 zeros: a few KB that would take tens of
+// milliseconds to decode.
+func TestInputsMaxFramePixels(t *testing.T) {
+	var bomb bytes.Buffer
+	if err := png.Encode(&bomb, image.NewGray(image.Rect(0, 0, 8192, 2048))); err != nil {
+		t.Fatal(err)
+	}
+	raw := func(w, h int) *vision.Image {
+		return &vision.Image{Width: uint32(w), Height: uint32(h), Encoding: "mono8", Step: uint32(w), Data: make([]byte, w*h)}
+	}
+	in := NewInputs(&ros.WallClock{})
+	in.SetMaxFramePixels(1 << 20)
+	for _, c := range []struct {
+		name string
+		put  func() error
+		ok   bool
+	}{
+		{"raw at the bound", func() error { return in.PutImage(raw(1024, 1024), time.Time{}) }, true},
+		{"raw one row over", func() error { return in.PutImage(raw(1024, 1025), time.Time{}) }, false},
+		{"png bomb", func() error {
+			return in.PutCompressed(&vision.CompressedImage{Format: "png", Data: bomb.Bytes()}, time.Time{})
+		}, false},
+	} {
+		err := c.put()
+		if c.ok != (err == nil) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		if !c.ok && (!errors.Is(err, vision.ErrBadSize) || !strings.Contains(err.Error(), "~max_frame_pixels 1048576")) {
+			t.Errorf("%s: %v, want the bound named", c.name, err)
+		}
+	}
+	if got := in.framesBad.Load(); got != 2 {
+		t.Errorf("%d frames refused, want 2", got)
+	}
+	if bomb.Len() > 64<<10 {
+		t.Errorf("the bomb is %d bytes", bomb.Len())
 	}
 }
 

@@ -145,6 +145,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 
 	in := NewInputs(clock)
 	in.SetEnabled(!np.StartDisabled)
+	in.SetMaxFramePixels(np.MaxFramePixels)
 	resetWait := max(time.Second, 3*cfg.Period())
 	n.io = newROSIO(names, in, pol.ActionSpace(), pol.Spec().Language.Width, pol.Proprio(), sim, resetWait, log.Named("ros"))
 	n.loop, err = NewLoop(pol, cfg, clock, in, n.io, log.Named("loop"))

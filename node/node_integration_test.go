@@ -117,6 +117,7 @@ expect_image_width: 160
 expect_backbone_sha256: abc
 warmup_steps: 7
 diagnostics_period: 0.5
+max_frame_pixels: 2000000
 `), 0o644)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +138,8 @@ diagnostics_period: 0.5
 		t.Errorf("loop config\n got %+v\nwant %+v", c, want)
 	}
 	if !np.StartDisabled || np.Expect.ImageHeight != 128 || np.Expect.ImageWidth != 160 || np.Expect.BackboneSHA256 != "abc" ||
-		np.WarmupSteps != 7 || np.DiagnosticsPeriod != 500*time.Millisecond || np.Expect.ActionSpace == nil || np.UseSimTime {
+		np.WarmupSteps != 7 || np.DiagnosticsPeriod != 500*time.Millisecond || np.Expect.ActionSpace == nil || np.UseSimTime ||
+		np.MaxFramePixels != 2000000 {
 		t.Errorf("params %+v", np)
 	}
 	// Defaults.
@@ -146,7 +148,8 @@ diagnostics_period: 0.5
 		t.Fatal(err)
 	}
 	if c := np.Loop; c.Rate != 10 || c.Deadline != 100*time.Millisecond || c.MaxImageAge != 500*time.Millisecond || c.HeartbeatTimeout != 0 ||
-		c.MaxSteps != 0 || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != MinWarmupSteps {
+		c.MaxSteps != 0 || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != MinWarmupSteps ||
+		np.MaxFramePixels != DefaultMaxFramePixels {
 		t.Errorf("defaults %+v", np)
 	}
 }
@@ -163,6 +166,7 @@ func testRefusesToStart(t *testing.T, m *rostest.Master, ckpt string) {
 		{"pinned policy", []string{"_expect_policy_sha256:=00ff"}, "policy mismatch: its tensors' SHA-256 is"},
 		{"parameter type", []string{"_rate:=fast"}, "parameter /refuse/rate (from the command line): want float"},
 		{"bad workspace", []string{"_workspace/min:=[0, 0]", "_workspace/max:=[1, 1, 1]"}, "must both be [x, y, z]"},
+		{"frame pixels beyond the decoders' limit", []string{"_max_frame_pixels:=16777217"}, "parameter ~max_frame_pixels is 16777217; want 1 to 16777216"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Start(context.Background(), Config{Args: argsFor(t, m, "refuse", tc.args...), Policy: ckpt, Threads: 2})

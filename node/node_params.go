@@ -11,7 +11,14 @@ import (
 	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/vision"
 )
+
+// DefaultMaxFramePixels bounds a camera frame's pixels (2560x1600 fits).
+// Decoding costs time in proportion to the pixels, and a PNG of 8192x2048
+// zeros is 49 KB on the wire and tens of milliseconds to decode; the
+// policy's input is a few hundred pixels a side.
+const DefaultMaxFramePixels = 1 << 22
 
 // NodeParams is the node's configuration from its private ROS parameters
 // (command line _name:=value first, then the parameter server, then the
@@ -20,6 +27,7 @@ import (
 //	~rate                    float  10     control rate, Hz
 //	~deadline                float  0      seconds after a tick by which its action is out; 0 or more than the period: the period
 //	~max_image_age           float  0.5    seconds; older frames are not acted on (header stamp, or arrival when the stamp is zero)
+//	~max_frame_pixels        int    4194304  larger camera frames are refused before decoding (at most vision.MaxPixels)
 //	~max_proprio_age         float  0.5    seconds; a policy that reads proprioception does not act on an older reading (arrival time)
 //	~heartbeat_timeout       float  0      seconds; 0 turns the heartbeat deadman off
 //	~max_steps               int    0      actions per episode; 0: unlimited
@@ -41,6 +49,7 @@ import (
 type NodeParams struct {
 	Loop              LoopConfig
 	Expect            policy.Expect // ActionSpace is always RT-1's
+	MaxFramePixels    int
 	WarmupSteps       int
 	WarmupHeight      int
 	WarmupWidth       int
@@ -110,6 +119,7 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	c.Deadline = secs("~deadline", 0)
 	c.MaxImageAge = secs("~max_image_age", DefaultMaxImageAge.Seconds())
 	c.MaxProprioAge = secs("~max_proprio_age", DefaultMaxProprioAge.Seconds())
+	np.MaxFramePixels = integer("~max_frame_pixels", DefaultMaxFramePixels)
 	c.HeartbeatTimeout = secs("~heartbeat_timeout", 0)
 	c.MaxSteps = integer("~max_steps", 0)
 	c.KeepMemoryOnInstruction = !boolean("~reset_on_instruction", true)
@@ -165,6 +175,9 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	keep(err)
 	if firstErr != nil {
 		return NodeParams{}, firstErr
+	}
+	if np.MaxFramePixels < 1 || np.MaxFramePixels > vision.MaxPixels {
+		return NodeParams{}, badParam("parameter ~max_frame_pixels is %d; want 1 to %d", np.MaxFramePixels, vision.MaxPixels)
 	}
 	if np.DiagnosticsPeriod < 10*time.Millisecond {
 		return NodeParams{}, badParam("parameter ~diagnostics_period is %v; want at least 0.01 s", np.DiagnosticsPeriod)
