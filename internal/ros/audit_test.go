@@ -2,6 +2,7 @@ package ros
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -99,4 +100,80 @@ func TestAuditReportsWrongTypePublishers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestOversizeMessagesReported: goroslib drops a message over its 16 MiB
+// limit with the connection and says nothing; the supervisor reports the
+// publisher whose connection is retried, and only it.
+func TestOversizeMessagesReported(t *testing.T) {
+	m := rostest.StartMaster(t)
+	log, logs := rostest.Logger(t)
+	var subs []*Subscriber
+	s, err := NewSupervisor(context.Background(), SupervisorConf{
+		Args: argsFor(t, m, "ttm_big_reader"), Logger: log, PollInterval: 200 * time.Millisecond,
+		Setup: func(n *Node) error {
+			for _, topic := range []string{"/big", "/small"} {
+				sub, err := NewSubscriber(SubscriberConf{Node: n, Topic: topic, Callback: func(*std_msgs.String) {}})
+				if err != nil {
+					return err
+				}
+				subs = append(subs, sub)
+			}
+			return nil
+		},
+		Teardown: func() {
+			for _, s := range subs {
+				s.Close()
+			}
+			subs = nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitConnected(t, s, 1, 10*time.Second)
+
+	var big, small *Publisher
+	w, err := NewSupervisor(context.Background(), SupervisorConf{
+		Args: argsFor(t, m, "ttm_big_writer"), PollInterval: 200 * time.Millisecond,
+		Setup: func(n *Node) error {
+			var err error
+			if big, err = NewPublisher(PublisherConf{Node: n, Topic: "/big", Msg: &std_msgs.String{}}); err != nil {
+				return err
+			}
+			small, err = NewPublisher(PublisherConf{Node: n, Topic: "/small", Msg: &std_msgs.String{}})
+			return err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	waitConnected(t, w, 1, 10*time.Second)
+	huge := &std_msgs.String{Data: strings.Repeat("x", 17<<20)}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				big.Write(huge)
+				small.Write(&std_msgs.String{Data: "hi"})
+			}
+		}
+	}()
+	rostest.WaitFor(t, 20*time.Second, "the failing connection reported", func() error {
+		for _, e := range logs.Entries("a publisher's messages are dropped: the connection failed and goroslib retries it every 5 s (a message over its 16 MiB limit, or of another type)") {
+			if e["topic"] == "/big" {
+				return nil
+			}
+			t.Fatalf("reported %v", e)
+		}
+		return errors.New("not yet")
+	})
 }

@@ -107,6 +107,9 @@ type Supervisor struct {
 	done      chan struct{}
 	audits    sync.WaitGroup // the audit goroutine, when conf.Inputs is set
 
+	connMu sync.Mutex               // connMu guards conns
+	conns  map[string]*connAttempts // "topic publisher-address"
+
 	mu     sync.Mutex // mu guards status and err
 	status SupervisorStatus
 	err    error
@@ -164,6 +167,7 @@ func NewSupervisor(ctx context.Context, conf SupervisorConf) (*Supervisor, error
 		master:   newRPCClient(conf.Args.MasterURI, conf.Args.NodeName(), conf.CallTimeout),
 		params:   NewParams(conf.Args, conf.CallTimeout),
 		done:     make(chan struct{}),
+		conns:    map[string]*connAttempts{},
 	}
 	s.ctx, s.ctxCancel = context.WithCancel(ctx)
 	if len(conf.Inputs) > 0 {
@@ -299,16 +303,13 @@ func (s *Supervisor) create() (*goroslib.Node, int, string, error) {
 	if err != nil {
 		return nil, 0, "", err
 	}
-	level := goroslib.LogLevelInfo
-	if s.gorosLog.IsDebug() {
-		level = goroslib.LogLevelDebug
-	}
 	n, err := goroslib.NewNode(goroslib.NodeConf{
-		MasterAddress:   a.MasterAddress,
-		Namespace:       a.Namespace,
-		Name:            a.Name,
-		Host:            a.Host,
-		LogLevel:        level,
+		MasterAddress: a.MasterAddress,
+		Namespace:     a.Namespace,
+		Name:          a.Name,
+		Host:          a.Host,
+		LogLevel:      goroslib.LogLevelDebug, // onGoroslibLog reads its connection events
+
 		LogDestinations: goroslib.LogDestinationRosout | goroslib.LogDestinationCallback,
 		OnLog:           s.onGoroslibLog,
 	})
@@ -435,13 +436,60 @@ func (s *Supervisor) teardown() {
 // restarting) that goroslib reports as an error, once per connection.
 var publisherGone = regexp.MustCompile(`^subscriber '([^']*)' got an error: EOF$`)
 
+// goroslib's debug events of a subscriber's connection to one publisher.
+// When reading fails for any reason but EOF (a message over goroslib's
+// 16 MiB limit, a checksum that differs), goroslib says nothing, waits 5 s
+// and connects again: a second "is connecting" to the same publisher is
+// the only sign that its messages are being dropped.
+var (
+	connecting = regexp.MustCompile(`^subscriber '([^']*)' is connecting to publisher '([^']*)'$`)
+	gone       = regexp.MustCompile(`^subscriber '([^']*)' doesn't have publisher '([^']*)' anymore$`)
+)
+
+// failingReportEvery throttles the report of one failing connection.
+const failingReportEvery = 30 * time.Second
+
+// connAttempts counts connection attempts per subscriber and publisher.
+type connAttempts struct {
+	n        int
+	reported time.Time
+}
+
 func (s *Supervisor) onGoroslibLog(level goroslib.LogLevel, msg string) {
 	if m := publisherGone.FindStringSubmatch(msg); m != nil {
 		s.gorosLog.Info("a publisher closed its connection", "topic", m[1])
 		return
 	}
+	if m := connecting.FindStringSubmatch(msg); m != nil {
+		s.connMu.Lock()
+		key := m[1] + " " + m[2]
+		a := s.conns[key]
+		if a == nil {
+			a = &connAttempts{}
+			s.conns[key] = a
+		}
+		a.n++
+		report := a.n >= 2 && time.Since(a.reported) >= failingReportEvery
+		if report {
+			a.reported = time.Now()
+		}
+		n := a.n
+		s.connMu.Unlock()
+		if report {
+			s.gorosLog.Warn("a publisher's messages are dropped: the connection failed and goroslib retries it every 5 s "+
+				"(a message over its 16 MiB limit, or of another type)", "topic", m[1], "publisher", m[2], "attempts", n)
+		}
+	}
+	if m := gone.FindStringSubmatch(msg); m != nil {
+		s.connMu.Lock()
+		delete(s.conns, m[1]+" "+m[2])
+		s.connMu.Unlock()
+	}
 	switch level {
 	case goroslib.LogLevelDebug:
+		if !s.gorosLog.IsDebug() {
+			return
+		}
 		s.gorosLog.Debug(msg)
 	case goroslib.LogLevelInfo:
 		s.gorosLog.Info(msg)
