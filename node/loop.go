@@ -164,6 +164,7 @@ type Loop struct {
 	state     *policy.State // the committed state: steps whose actions were published
 	cur       *frameIn      // the newest frame taken from the slot
 	usedSeq   uint64        // the frame the last inference used
+	badSeq    uint64        // the last compressed frame that did not decode
 	instrSeq  uint64        // the instruction the current episode runs on
 	inflight  bool          // the inference goroutine has a job
 	hasActed  bool
@@ -378,6 +379,9 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 		l.cnt.StaleFrames++
 		return ReasonFutureFrame
 	}
+	if l.cur.seq == l.badSeq {
+		return ReasonBadFrame
+	}
 	if age := now.Sub(at); readsProprio && (age > l.cfg.MaxProprioAge || age < -l.cfg.MaxProprioAge) {
 		l.cnt.StaleProprio++
 		return ReasonStaleProprio
@@ -426,6 +430,16 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 		l.rec(StageDecode, w.decode)
 	}
 	l.rec(StageInference, w.infer)
+	if w.decodeFailed {
+		// A bad frame, refused like one refused on arrival, and not
+		// decoded again at the next ticks.
+		l.in.framesBad.Add(1)
+		l.badSeq = l.cur.seq
+		if l.reason != ReasonBadFrame {
+			l.log.Warn("camera frame refused", "error", w.err)
+		}
+		return ReasonBadFrame, time.Time{}
+	}
 	if w.err != nil {
 		l.cnt.PolicyErrors++
 		if l.reason != ReasonPolicyError {
@@ -612,6 +626,7 @@ type worker struct {
 	scratch       *policy.State // base advanced by one step (on success)
 	action        []float32
 	err           error
+	decodeFailed  bool // err is the frame's: it did not decode
 	compressed    bool
 	decode, infer time.Duration
 
@@ -634,11 +649,13 @@ func (w *worker) run(ctx context.Context) {
 func (w *worker) step() {
 	t0 := time.Now()
 	w.compressed = w.frame.compressed != nil
+	w.decodeFailed = false
 	w.obs.Frame = w.frame.frame
 	if w.compressed {
 		f, err := w.dec.DecodeCompressed(w.frame.compressed)
 		w.decode = time.Since(t0)
 		if err != nil {
+			w.decodeFailed = true
 			w.err, w.infer = fmt.Errorf("decode compressed frame: %w", err), 0
 			return
 		}

@@ -718,6 +718,30 @@ func TestLoopCompressedFrames(t *testing.T) {
 	if st := h.loop.Stats(); st.FramesBad != 2 {
 		t.Errorf("refused frames %d, want 2", st.FramesBad)
 	}
+
+	// Scan data cut to a tenth, the end marker kept: the header passes,
+	// libjpeg warns while decoding. Refused once, not decoded again.
+	d := buf.Bytes()
+	sos := bytes.Index(d, []byte{0xFF, 0xDA})
+	scan := sos + 2 + int(d[sos+2])<<8 + int(d[sos+3])
+	cut := append(append([]byte{}, d[:scan+(len(d)-scan)/10]...), 0xFF, 0xD9)
+	if err := h.in.PutCompressed(&vision.CompressedImage{Format: "jpeg", Data: cut}, h.clock.Now()); err != nil {
+		t.Fatalf("the cut JPEG's header: %v", err)
+	}
+	for range 3 {
+		h.next()
+		if o := h.sink.last(t); o.Acting || o.Reason != ReasonBadFrame {
+			t.Fatalf("a JPEG cut short: %+v", o)
+		}
+	}
+	if st := h.loop.Stats(); st.FramesBad != 3 || st.Stages[StageDecode].Count != 2 {
+		t.Errorf("refused frames %d, decodes %d; want 3 and 2", st.FramesBad, st.Stages[StageDecode].Count)
+	}
+	h.frame(0)
+	h.next()
+	if o := h.sink.last(t); !o.Acting {
+		t.Fatalf("a good raw frame after the bad one: %+v", o)
+	}
 }
 
 // TestInputsMaxFramePixels: frames over ~max_frame_pixels are refused from

@@ -7,8 +7,8 @@ import "fmt"
 // this order except that the proprioception's (added later, to keep the
 // numbers) come after ReasonNoInstruction and ReasonStaleFrame,
 // ReasonNoHeartbeat comes where ReasonHeartbeat does,
-// ReasonFutureFrame where ReasonStaleFrame does and ReasonUnreadableSafety
-// first;
+// ReasonFutureFrame where ReasonStaleFrame does, ReasonBadFrame after
+// them, and ReasonUnreadableSafety first;
 // ReasonNone means it acted.
 type Reason int
 
@@ -31,6 +31,7 @@ const (
 	ReasonNoHeartbeat                    // a heartbeat is required and none has been received yet
 	ReasonFutureFrame                    // the newest frame is stamped more than ~max_image_age ahead of the clock
 	ReasonUnreadableSafety               // a publisher on e_stop or heartbeat sends a type the node cannot read
+	ReasonBadFrame                       // the newest frame, compressed, did not decode
 	numReasons
 )
 
@@ -53,6 +54,7 @@ var reasonText = [numReasons]string{
 	ReasonNoHeartbeat:      "no heartbeat yet",
 	ReasonFutureFrame:      "camera frame stamped in the future (clocks out of step?)",
 	ReasonUnreadableSafety: "a publisher of another type on e_stop or heartbeat",
+	ReasonBadFrame:         "the newest camera frame did not decode",
 }
 
 var reasonKey = [numReasons]string{
@@ -74,6 +76,7 @@ var reasonKey = [numReasons]string{
 	ReasonNoHeartbeat:      "no_heartbeat",
 	ReasonFutureFrame:      "future_frame",
 	ReasonUnreadableSafety: "unreadable_safety_input",
+	ReasonBadFrame:         "bad_frame",
 }
 
 // String is a human-readable explanation.
