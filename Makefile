@@ -21,7 +21,7 @@ TEST_PACKAGES := $(DEMO_PACKAGES) python3-sensor-msgs python3-geometry-msgs pyth
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup setup-test build test test-short bench soak demo train train-nomem eval fuzz install-launch clean
+.PHONY: help setup setup-test build test test-short bench soak attack demo train train-nomem eval fuzz install-launch clean
 
 help:
 	@echo "make setup   install the Debian packages the binary and the demo need, and the Go modules (idempotent)"
@@ -34,6 +34,7 @@ help:
 	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, about 50 min more"
 	@echo "make eval    closed-loop evaluation on fresh scenes of the trained policy with the memory ablations, and of its twin"
 	@echo "make soak    the node under load for SOAK (default 10m)"
+	@echo "make attack  drive a node as a robot would, attack it (bad frames, wrong types, floods, stalls, restarts, damaged files), print what held"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
 setup: PACKAGES := $(DEMO_PACKAGES)
@@ -150,6 +151,15 @@ soak: setup-test
 	@mkdir -p bin
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./node -soak=$(SOAK) -soak-out=$(CURDIR)/bin/soak.json \
 		$(if $(SOAK_POLICY),-soak-policy=$(abspath $(SOAK_POLICY)))
+
+# The node under attack: roscore (unless one answers at ROS_MASTER_URI)
+# and a node on ATTACK_POLICY (unless <ns>/ttm_node runs), driven as a
+# robot would, then attacked case by case; the table of case, expected and
+# observed is printed and written to bin/attack/attack.md. Exit 1 when a
+# case did not hold.
+ATTACK_POLICY ?= launch/checkpoints/kitchen/policy.safetensors
+attack: build
+	$(BIN) attack --policy $(ATTACK_POLICY) --out bin/attack
 
 # Install the ROS package (launch files, parameters, the binary, the
 # committed checkpoints sim.launch defaults to) where

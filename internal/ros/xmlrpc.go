@@ -601,3 +601,16 @@ func MasterPID(ctx context.Context, uri string, timeout time.Duration) (int, err
 	}
 	return newRPCClient(uri, "/ttm_master_check", timeout).getPid(ctx)
 }
+
+// LookupNode asks the ROS master at uri for the slave API URI of the node
+// name; an error when the master does not know it or does not answer.
+func LookupNode(ctx context.Context, uri, name string, timeout time.Duration) (string, error) {
+	got, found, err := newRPCClient(uri, "/ttm_master_check", timeout).lookupNode(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("the master at %s does not know %s", uri, name)
+	}
+	return got, nil
+}
