@@ -17,8 +17,10 @@ import (
 
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/diagnostic_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
+	"github.com/hashicorp/go-hclog"
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/language"
 
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/rostest"
@@ -80,6 +82,7 @@ func TestNodeWithROS(t *testing.T) {
 	t.Run("StallStops", func(t *testing.T) { testStallStops(t, m, n, cam, watch) })
 	t.Run("EStopLatches", func(t *testing.T) { testEStopLatches(t, m, n, watch) })
 	t.Run("WrongTypeEStop", func(t *testing.T) { testWrongTypeEStop(t, m, n, watch, logs) })
+	t.Run("InstructionAbuse", func(t *testing.T) { testInstructionAbuse(t, m, n, logs) })
 	t.Run("Services", func(t *testing.T) { testServices(t, m, n) })
 	t.Run("Diagnostics", func(t *testing.T) { testDiagnostics(t, watch) })
 	t.Run("MasterRestart", func(t *testing.T) { testNodeMasterRestart(t, m, n, logs) })
@@ -394,6 +397,39 @@ func testWrongTypeEStop(t *testing.T, m *rostest.Master, n *Node, w *watcher, lo
 	}
 	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/e_stop_reset", "std_msgs/Empty", "{}")
 	waitStatus(t, m, n, "acting")
+}
+
+// testInstructionAbuse: an instruction over the limit and a burst of empty
+// ones are refused on arrival and counted, the episode goes on, and the
+// log holds one line of them.
+func testInstructionAbuse(t *testing.T, m *rostest.Master, n *Node, logs *rostest.Log) {
+	before := n.Stats()
+	logged := len(logs.Entries("instruction refused"))
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", nodeNS+"/instruction", "std_msgs/String", "data: "+strings.Repeat("a", language.MaxInstructionBytes+1))
+	pub := newTopicPublisher(t, m.URI, "test_spam", nodeNS+"/instruction", &std_msgs.String{}, hclog.NewNullLogger())
+	defer pub.close()
+	rostest.WaitFor(t, 10*time.Second, "the spammer's connection", func() error {
+		if p := pub.Load(); p == nil {
+			return errors.New("not registered")
+		}
+		return nil
+	})
+	for range 500 {
+		pub.Load().Write(&std_msgs.String{})
+		time.Sleep(time.Millisecond)
+	}
+	rostest.WaitFor(t, 10*time.Second, "the instructions refused", func() error {
+		if got := n.Stats().InstructionsBad - before.InstructionsBad; got < 1+450 {
+			return fmt.Errorf("%d refused", got)
+		}
+		return nil
+	})
+	if s := n.Stats(); s.Episode != before.Episode {
+		t.Errorf("episode %d after the refused instructions, was %d", s.Episode, before.Episode)
+	}
+	if got := len(logs.Entries("instruction refused")) - logged; got > 1 {
+		t.Errorf("%d log lines for the refused instructions, want at most 1", got)
+	}
 }
 
 func testServices(t *testing.T, m *rostest.Master, n *Node) {
