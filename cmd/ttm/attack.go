@@ -400,10 +400,10 @@ func (a *attacker) libraryLines() int {
 // acting restores the robot's good inputs and waits until the node acts;
 // when the policy has ended its episode (it chose terminate) the next
 // instruction starts another.
-func (a *attacker) acting() bool {
+func (a *attacker) acting(timeout time.Duration) bool {
 	a.cameraOn.Store(true)
 	start := time.Now()
-	for time.Since(start) < attackSettle {
+	for time.Since(start) < timeout {
 		if _, ok := a.waitStatus("acting", time.Second); ok {
 			return true
 		}
@@ -498,7 +498,7 @@ func (a *attacker) run(cases []attackCase) []attackRow {
 	for i, c := range cases {
 		a.env.log.Info("attack", "case", fmt.Sprintf("%d/%d", i+1, len(cases)), "name", c.name)
 		observed, ok := c.run(a)
-		if !a.acting() {
+		if !a.acting(attackSettle) {
 			observed += fmt.Sprintf("; did not act again within %v (status %q)", attackSettle, a.statusNow())
 			ok = false
 		}

@@ -346,7 +346,7 @@ func masterRestart(a *attacker) (string, bool) {
 	}
 	a.master = m
 	a.instruction()
-	_, acting := a.waitStatus("acting", 30*time.Second)
+	acting := a.acting(30 * time.Second)
 	return fmt.Sprintf("acting %v after roscore was killed", time.Since(start).Round(100*time.Millisecond)), acting
 }
 
