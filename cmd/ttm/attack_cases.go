@@ -70,6 +70,10 @@ func (a *attacker) badFrames(n int, send func(i int)) (string, bool) {
 	lines := a.logLines()
 	var during string
 	for i := range n {
+		if strings.Contains(a.statusNow(), "episode done") {
+			// A done episode acts on nothing and so decodes nothing.
+			a.nextInstruction()
+		}
 		send(i)
 		time.Sleep(100 * time.Millisecond)
 		if i == n-1 {
