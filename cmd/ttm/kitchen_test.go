@@ -87,9 +87,9 @@ func evalTwins(t *testing.T, task string) map[string]twinFamily {
 // TestCommittedKitchenRemembersTheSpot runs the kitchen policy and its
 // twin on a few held-out put_back scenes and reads what their goal probes
 // hold once the object has slid away: the policy knows the spot it stood
-// on (7.2 cm off over 50 scenes of seeds 20001; 6.4 over these 6),
-// knocked out after the slide it does not (37.7; 23.2), nor does the twin
-// trained without memory (27.7; 26.3). Success over six scenes is too
+// on (6.7 cm off over 50 scenes of seeds 20001; 5.4 over these 6),
+// knocked out after the slide it does not (37.8; 24.5), nor does the twin
+// trained without memory (31.5; 22.6). Success over six scenes is too
 // noisy to assert.
 func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 	if testing.Short() {
@@ -111,10 +111,10 @@ func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 
 // TestCommittedKitchenRemembersTheRing runs the kitchen policy and its twin
 // on a few held-out cue_pick scenes and reads where their target keypoints
-// are after the ring is gone: the policy's stays on the cued object (2.8
-// px off over 50 scenes of seeds 20001; 1.7 over these 6), knocked out
-// after the cue it does not (38.5; 54.6), nor does the twin's
-// (36.1; 36.4): the objects stand tens of pixels apart. Success over six scenes is too noisy to
+// are after the ring is gone: the policy's stays on the cued object (2.3
+// px off over 50 scenes of seeds 20001; 1.5 over these 6), knocked out
+// after the cue it does not (38.8; 51.7), nor does the twin's
+// (32.0; 34.7): the objects stand tens of pixels apart. Success over six scenes is too noisy to
 // assert.
 func TestCommittedKitchenRemembersTheRing(t *testing.T) {
 	if testing.Short() {

@@ -193,16 +193,21 @@ func loadDir(log hclog.Logger, p *policy.Policy, dir, cacheDir, qualify string, 
 	return eps, use, nil
 }
 
+// probedFamilies are the families whose episodes label the goal probe
+// besides the memory tasks: a drawer episode teaches the probe where a
+// drawer handle is, which pointed_drawer must then keep. On the other
+// families the probe cost knock its success (docs/results.md).
+var probedFamilies = map[string]bool{"drawer": true}
+
 // startGoal is the goal probe's label of a simulated episode,
-// sim.StartGoal in policy.GoalUnit, or nil for a task whose frames keep
-// showing its goal: there the probe teaches the memory nothing it must
-// keep, and on the families it cost knock its success (docs/results.md).
+// sim.StartGoal in policy.GoalUnit, or nil for a family the probe does not
+// learn from.
 func startGoal(e sim.IndexEntry) ([]float32, error) {
 	task, err := sim.TaskByName(e.Task)
 	if err != nil {
 		return nil, fmt.Errorf("episode %s: the goal probe's label: %w", e.File, err)
 	}
-	if !task.Memory {
+	if !task.Memory && !probedFamilies[task.Name] {
 		return nil, nil
 	}
 	g, err := sim.StartGoal(task, e.Seed)
