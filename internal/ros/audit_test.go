@@ -24,8 +24,7 @@ func TestAuditReportsWrongTypePublishers(t *testing.T) {
 		mu      sync.Mutex
 		reports [][]WrongType
 	)
-	var subs []*Subscriber
-	s, err := NewSupervisor(context.Background(), SupervisorConf{
+	startReader(t, SupervisorConf{
 		Args:         argsFor(t, m, "ttm_audit"),
 		PollInterval: 200 * time.Millisecond,
 		Inputs:       map[string]string{"/stop": "std_msgs/Empty", "/words": "std_msgs/String"},
@@ -34,31 +33,7 @@ func TestAuditReportsWrongTypePublishers(t *testing.T) {
 			reports = append(reports, w)
 			mu.Unlock()
 		},
-		Setup: func(n *Node) error {
-			for _, sc := range []struct {
-				topic string
-				cb    any
-			}{{"/stop", func(*std_msgs.Empty) {}}, {"/words", func(*std_msgs.String) {}}} {
-				sub, err := NewSubscriber(SubscriberConf{Node: n, Topic: sc.topic, Callback: sc.cb})
-				if err != nil {
-					return err
-				}
-				subs = append(subs, sub)
-			}
-			return nil
-		},
-		Teardown: func() {
-			for _, s := range subs {
-				s.Close()
-			}
-			subs = nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	waitConnected(t, s, 1, 10*time.Second)
+	}, map[string]any{"/stop": func(*std_msgs.Empty) {}, "/words": func(*std_msgs.String) {}})
 
 	last := func() []WrongType {
 		mu.Lock()
@@ -108,31 +83,9 @@ func TestAuditReportsWrongTypePublishers(t *testing.T) {
 func TestOversizeMessagesReported(t *testing.T) {
 	m := rostest.StartMaster(t)
 	log, logs := rostest.Logger(t)
-	var subs []*Subscriber
-	s, err := NewSupervisor(context.Background(), SupervisorConf{
-		Args: argsFor(t, m, "ttm_big_reader"), Logger: log, PollInterval: 200 * time.Millisecond,
-		Setup: func(n *Node) error {
-			for _, topic := range []string{"/big", "/small"} {
-				sub, err := NewSubscriber(SubscriberConf{Node: n, Topic: topic, Callback: func(*std_msgs.String) {}})
-				if err != nil {
-					return err
-				}
-				subs = append(subs, sub)
-			}
-			return nil
-		},
-		Teardown: func() {
-			for _, s := range subs {
-				s.Close()
-			}
-			subs = nil
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	waitConnected(t, s, 1, 10*time.Second)
+	read := func(*std_msgs.String) {}
+	startReader(t, SupervisorConf{Args: argsFor(t, m, "ttm_big_reader"), Logger: log, PollInterval: 200 * time.Millisecond},
+		map[string]any{"/big": read, "/small": read})
 
 	var big, small *Publisher
 	w, err := NewSupervisor(context.Background(), SupervisorConf{
@@ -176,4 +129,34 @@ func TestOversizeMessagesReported(t *testing.T) {
 		}
 		return errors.New("not yet")
 	})
+}
+
+// startReader starts a supervised node, conf without Setup and Teardown,
+// that subscribes to each topic with its callback, waits until it is
+// registered and closes it when the test ends.
+func startReader(t *testing.T, conf SupervisorConf, callbacks map[string]any) {
+	t.Helper()
+	var subs []*Subscriber
+	conf.Setup = func(n *Node) error {
+		for topic, cb := range callbacks {
+			sub, err := NewSubscriber(SubscriberConf{Node: n, Topic: topic, Callback: cb})
+			if err != nil {
+				return err
+			}
+			subs = append(subs, sub)
+		}
+		return nil
+	}
+	conf.Teardown = func() {
+		for _, s := range subs {
+			s.Close()
+		}
+		subs = nil
+	}
+	s, err := NewSupervisor(context.Background(), conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitConnected(t, s, 1, 10*time.Second)
 }
