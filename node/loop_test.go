@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/damage"
 	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/ttmrobot/ttm/policy"
@@ -721,10 +722,7 @@ func TestLoopCompressedFrames(t *testing.T) {
 
 	// Scan data cut to a tenth, the end marker kept: the header passes,
 	// libjpeg warns while decoding. Refused once, not decoded again.
-	d := buf.Bytes()
-	sos := bytes.Index(d, []byte{0xFF, 0xDA})
-	scan := sos + 2 + int(d[sos+2])<<8 + int(d[sos+3])
-	cut := append(append([]byte{}, d[:scan+(len(d)-scan)/10]...), 0xFF, 0xD9)
+	cut := damage.CutScan(buf.Bytes(), 10)
 	if err := h.in.PutCompressed(&vision.CompressedImage{Format: "jpeg", Data: cut}, h.clock.Now()); err != nil {
 		t.Fatalf("the cut JPEG's header: %v", err)
 	}

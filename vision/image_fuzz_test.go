@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/damage"
 )
 
 // fuzzPreprocessor is small so that fuzzing spends its time in the decoders.
@@ -71,7 +73,7 @@ func FuzzDecodeCompressed(f *testing.F) {
 	f.Add("jpeg", jpegSOF(0xC0, 8, 16, 16, 3))
 	f.Add("png", pngWithIHDR(16, 16, 8, 6))
 	f.Add("jpeg", progressiveJPEG(3))
-	f.Add("png", withChunk(colourPNG, pngChunkBadCRC("tEXt", []byte("k\x00v"))))
+	f.Add("png", damage.BadTextChunk(colourPNG))
 	f.Fuzz(func(t *testing.T, format string, data []byte) {
 		var dec Decoder
 		msg := &CompressedImage{Format: format, Data: data}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/damage"
 )
 
 // testPicture is a smooth colour image with some structure (gradients, a
@@ -241,14 +242,6 @@ func TestDecodeImageRejects(t *testing.T) {
 	}
 }
 
-// pngChunk builds one PNG chunk with its CRC.
-func pngChunk(typ string, data []byte) []byte {
-	c := binary.BigEndian.AppendUint32(nil, uint32(len(data)))
-	c = append(c, typ...)
-	c = append(c, data...)
-	return binary.BigEndian.AppendUint32(c, crc32.ChecksumIEEE(c[4:]))
-}
-
 // pngWithIHDR returns a PNG signature, an IHDR with the given fields and an
 // IEND: enough for the header checks (OpenCV would find no image data).
 func pngWithIHDR(w, h uint32, depth, colour byte) []byte {
@@ -256,49 +249,8 @@ func pngWithIHDR(w, h uint32, depth, colour byte) []byte {
 	ihdr = binary.BigEndian.AppendUint32(ihdr, h)
 	ihdr = append(ihdr, depth, colour, 0, 0, 0)
 	d := append([]byte{}, pngMagic...)
-	d = append(d, pngChunk("IHDR", ihdr)...)
+	d = append(d, damage.Chunk("IHDR", ihdr, false)...)
 	return append(d, pngIEND...)
-}
-
-// withChunk inserts a chunk before a PNG's IEND.
-func withChunk(png, chunk []byte) []byte {
-	end := len(png) - len(pngIEND)
-	return append(append(append([]byte{}, png[:end]...), chunk...), pngIEND...)
-}
-
-func pngChunkBadCRC(typ string, data []byte) []byte {
-	c := pngChunk(typ, data)
-	c[len(c)-1] ^= 0xFF
-	return c
-}
-
-// scanStart is the offset of a baseline JPEG's entropy-coded data: after
-// its (only) SOS segment.
-func scanStart(d []byte) int {
-	i := bytes.Index(d, []byte{0xFF, 0xDA})
-	if i < 0 {
-		panic("no SOS marker")
-	}
-	return i + 2 + int(binary.BigEndian.Uint16(d[i+2:]))
-}
-
-// cutScan keeps 1/part of a JPEG's scan data, then EOI.
-func cutScan(d []byte, part int) []byte {
-	i := scanStart(d)
-	n := (len(d) - 2 - i) / part
-	return append(append([]byte{}, d[:i+n]...), 0xFF, 0xD9)
-}
-
-// randomScan replaces a JPEG's scan data with random bytes (no 0xFF, so
-// no marker) of the same length.
-func randomScan(d []byte) []byte {
-	i := scanStart(d)
-	out := append([]byte{}, d...)
-	r := rand.New(rand.NewPCG(3, 4))
-	for j := i; j < len(out)-2; j++ {
-		out[j] = byte(r.IntN(255))
-	}
-	return out
 }
 
 // progressiveJPEG is an 8x8 grey progressive JPEG of scans DC scans, each
@@ -371,9 +323,9 @@ func TestDecodeCompressedRejects(t *testing.T) {
 			return b
 		}), ErrCorrupt, "libpng: IDAT"},
 		{"png bad IDAT crc", "png", with(goodPNG, func(b []byte) []byte { b[len(b)-13] ^= 1; return b }), ErrCorrupt, "libpng: IDAT: CRC error"},
-		{"png ancillary chunk bad crc", "png", withChunk(goodPNG, pngChunkBadCRC("tEXt", []byte("k\x00v"))), ErrCorrupt, "libpng warns: tEXt: CRC error"},
-		{"jpeg scan cut to a tenth", "jpeg", cutScan(bigJPEG, 10), ErrCorrupt, "libjpeg warns: Corrupt JPEG data: premature end of data segment"},
-		{"jpeg random scan bytes", "jpeg", randomScan(bigJPEG), ErrCorrupt, "libjpeg"},
+		{"png ancillary chunk bad crc", "png", damage.BadTextChunk(goodPNG), ErrCorrupt, "libpng warns: tEXt: CRC error"},
+		{"jpeg scan cut to a tenth", "jpeg", damage.CutScan(bigJPEG, 10), ErrCorrupt, "libjpeg warns: Corrupt JPEG data: premature end of data segment"},
+		{"jpeg random scan bytes", "jpeg", damage.RandomScan(bigJPEG, 3), ErrCorrupt, "libjpeg"},
 		{"jpeg progressive of 150 scans", "jpeg", progressiveJPEG(150), ErrCorrupt, "libjpeg: more than 100 scans"},
 		{"jpeg truncated", "jpeg", goodJPEG[:len(goodJPEG)/2], ErrCorrupt, "EOI"},
 		{"jpeg garbage between segments", "jpeg", with(goodJPEG, func(b []byte) []byte {
@@ -405,7 +357,7 @@ func TestDecodeCompressedRejects(t *testing.T) {
 		format string
 		data   []byte
 	}{{"png", goodPNG}, {"jpeg", goodJPEG}, {"", goodJPEG}, {"bgr8; png compressed bgr8", goodPNG}, {"jpeg", append(append([]byte{}, goodJPEG...), 0, 0, 0)},
-		{"png", withChunk(goodPNG, pngChunk("tEXt", []byte("k\x00v")))}} {
+		{"png", damage.WithChunk(goodPNG, damage.Chunk("tEXt", []byte("k\x00v"), false))}} {
 		f, err := dec.DecodeCompressed(&CompressedImage{Format: good.format, Data: good.data})
 		if err != nil || f.Width != 32 || f.Height != 24 || f.Format != BGR8 {
 			t.Errorf("valid %q image: frame %dx%d %v, error %v", good.format, f.Width, f.Height, f.Format, err)
@@ -433,7 +385,7 @@ func TestCorruptFramesPrintNothing(t *testing.T) {
 	}
 	var dec Decoder
 	var errs []error
-	for _, d := range [][]byte{cutScan(big, 10), randomScan(big), withChunk(png, pngChunkBadCRC("tEXt", []byte("k\x00v")))} {
+	for _, d := range [][]byte{damage.CutScan(big, 10), damage.RandomScan(big, 3), damage.BadTextChunk(png)} {
 		_, err := dec.DecodeCompressed(&CompressedImage{Data: d})
 		errs = append(errs, err)
 	}

@@ -3,9 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/jpeg"
@@ -21,6 +19,7 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 
+	"github.com/ttmrobot/ttm/internal/damage"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
@@ -38,10 +37,10 @@ func attackCases() []attackCase {
 		badRaw("raw frame: data shorter than height x step", raw(160, 128, "rgb8", 480, 480*100)),
 		badRaw("raw frame: 0x0", raw(0, 0, "rgb8", 0, 0)),
 		badRaw("raw frame: 9000 pixels wide", raw(9000, 1, "mono8", 9000, 9000)),
-		badCompressed("JPEG: scan cut to a tenth, end marker kept", "jpeg", func() []byte { return cutJPEGScan(goodJPEG(), 10) }),
-		badCompressed("JPEG: random scan bytes", "jpeg", func() []byte { return randomJPEGScan(goodJPEG()) }),
+		badCompressed("JPEG: scan cut to a tenth, end marker kept", "jpeg", func() []byte { return damage.CutScan(goodJPEG(), 10) }),
+		badCompressed("JPEG: random scan bytes", "jpeg", func() []byte { return damage.RandomScan(goodJPEG(), 3) }),
 		badCompressed("JPEG: truncated (no end marker)", "jpeg", func() []byte { j := goodJPEG(); return j[:len(j)/2] }),
-		badCompressed("PNG: a chunk's checksum damaged", "png", func() []byte { return damagedPNGChunk(goodPNG()) }),
+		badCompressed("PNG: a chunk's checksum damaged", "png", func() []byte { return damage.BadTextChunk(goodPNG()) }),
 		badCompressed("bytes that are no image", "jpeg", func() []byte { return []byte("definitely not an image") }),
 		{"PNG of 8192x2048 zeros (a few KB) at 12 Hz for 3 s", "refused from its header; no deadline missed", pngBomb},
 		{"3840x2160 rgb8 frames (24.9 MB, over goroslib's 16 MiB) for 7 s", "never arrive; the node logs the publisher whose connection fails; stops", oversizeFrames},
@@ -140,36 +139,6 @@ func goodPNG() []byte {
 	var b bytes.Buffer
 	_ = png.Encode(&b, goodImage())
 	return b.Bytes()
-}
-
-// jpegScan is the offset of a baseline JPEG's entropy-coded data.
-func jpegScan(d []byte) int {
-	i := bytes.Index(d, []byte{0xFF, 0xDA})
-	return i + 2 + int(binary.BigEndian.Uint16(d[i+2:]))
-}
-
-func cutJPEGScan(d []byte, part int) []byte {
-	i := jpegScan(d)
-	return append(append([]byte{}, d[:i+(len(d)-2-i)/part]...), 0xFF, 0xD9)
-}
-
-func randomJPEGScan(d []byte) []byte {
-	out := append([]byte{}, d...)
-	r := rand.New(rand.NewPCG(3, 4))
-	for j := jpegScan(d); j < len(out)-2; j++ {
-		out[j] = byte(r.IntN(255))
-	}
-	return out
-}
-
-// damagedPNGChunk inserts a tEXt chunk whose checksum is wrong before IEND.
-func damagedPNGChunk(d []byte) []byte {
-	body := []byte("tEXtk\x00v")
-	c := binary.BigEndian.AppendUint32(nil, uint32(len(body)-4))
-	c = append(c, body...)
-	c = binary.BigEndian.AppendUint32(c, crc32.ChecksumIEEE(body)^1)
-	end := len(d) - 12
-	return append(append(append([]byte{}, d[:end]...), c...), d[end:]...)
 }
 
 func pngBomb(a *attacker) (string, bool) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/damage"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -21,9 +22,9 @@ func TestAttackFrames(t *testing.T) {
 	}{
 		{"good jpeg", goodJPEG(), ""},
 		{"good png", goodPNG(), ""},
-		{"scan cut to a tenth", cutJPEGScan(goodJPEG(), 10), "libjpeg warns: Corrupt JPEG data: premature end of data segment"},
-		{"random scan bytes", randomJPEGScan(goodJPEG()), "libjpeg"},
-		{"damaged chunk checksum", damagedPNGChunk(goodPNG()), "libpng warns: tEXt: CRC error"},
+		{"scan cut to a tenth", damage.CutScan(goodJPEG(), 10), "libjpeg warns: Corrupt JPEG data: premature end of data segment"},
+		{"random scan bytes", damage.RandomScan(goodJPEG(), 3), "libjpeg"},
+		{"damaged chunk checksum", damage.BadTextChunk(goodPNG()), "libpng warns: tEXt: CRC error"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			msg := &vision.CompressedImage{Data: c.data}
