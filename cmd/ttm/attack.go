@@ -83,7 +83,7 @@ func runAttack(env *environment, args []string) error {
 	if err != nil {
 		return fmt.Errorf("attack: find the ttm binary: %w", err)
 	}
-	if _, err := lookupNode(ctx, uri, *ns+"/"+attackNodeName); err != nil {
+	if _, err := ros.LookupNode(ctx, uri, *ns+"/"+attackNodeName, 2*time.Second); err != nil {
 		a.nodeLog = filepath.Join(*out, "node.log")
 		pn, _, err := startPolicyNode(ctx, env, self, *ckpt, a.nodeLog, uri, demoConfig{rate: attackRate, threads: *threads, ns: *ns})
 		if err != nil {
@@ -117,14 +117,6 @@ func runAttack(env *environment, args []string) error {
 		return fmt.Errorf("attack: %d of %d cases did not hold, %d non-finite actions", failed, len(rows), a.nonFinite.Load())
 	}
 	return nil
-}
-
-// lookupNode asks the master for a node's URI.
-func lookupNode(ctx context.Context, uri, name string) (string, error) {
-	if _, err := ros.MasterPID(ctx, uri, 2*time.Second); err != nil {
-		return "", err
-	}
-	return ros.LookupNode(ctx, uri, name, 2*time.Second)
 }
 
 // attacker is the robot side of the attack: a node of its own that

@@ -71,7 +71,7 @@ func (a *auditor) audit(ctx context.Context) ([]WrongType, error) {
 			if err != nil {
 				continue
 			}
-			if got, ok := types[topic]; ok && got != want && got != "*" {
+			if got, ok := types[topic]; ok && a.isWrong(topic, got) {
 				wrong = append(wrong, WrongType{Topic: topic, Publisher: node, Type: got, Want: want})
 			}
 		}
@@ -195,9 +195,16 @@ func (s *Supervisor) auditLoop() {
 // allRight reports whether types has no topic of a.want with another type.
 func (a *auditor) allRight(types map[string]string) bool {
 	for topic, got := range types {
-		if want, ok := a.want[topic]; ok && got != want && got != "*" {
+		if a.isWrong(topic, got) {
 			return false
 		}
 	}
 	return true
+}
+
+// isWrong reports whether a publisher of topic with type got sends what
+// the node cannot read ("*" is rostopic's any type).
+func (a *auditor) isWrong(topic, got string) bool {
+	want, ok := a.want[topic]
+	return ok && got != want && got != "*"
 }
