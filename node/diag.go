@@ -17,11 +17,14 @@ const DefaultDiagnosticsPeriod = time.Second
 // diagState remembers the previous snapshot, so that each message can tell
 // what happened since the last one.
 type diagState struct {
-	name     string // the status's name, "<node>: control loop"
-	target   float64
-	deadline time.Duration
-	prev     Stats
-	havePrev bool
+	name   string // the status's name, "<node>: control loop"
+	target float64
+	// trained is the rate the policy learnt at (0 unknown), stepScale
+	// what its per-step actions are scaled by.
+	trained, stepScale float64
+	deadline           time.Duration
+	prev               Stats
+	havePrev           bool
 }
 
 // diagnostics builds the DiagnosticArray for stats taken at clock time now.
@@ -29,6 +32,7 @@ type diagState struct {
 //
 //	state, episode, step, episode_done, e_stop, wrong_type_publishers ("none", or "; "-separated), enabled, heartbeat_age_s
 //	rate_target_hz, rate_measured_hz (ticks per second over the last 64 ticks, by the loop's clock)
+//	trained_rate_hz (0: the checkpoint records none), per_step_scale (LoopConfig.StepScale)
 //	deadline_s, deadline_misses, deadline_misses_recent, busy_ticks, skipped_ticks, late_results_discarded
 //	<stage>_p50_ms, <stage>_p99_ms, <stage>_max_ms for every Stage (the last 64 ticks)
 //	image_age_ms (the last tick's), stale_frame_ticks, frames_in, frames_dropped, frames_refused, frames_repeated
@@ -76,6 +80,8 @@ func (d *diagState) diagnostics(s Stats, now time.Time, in *Inputs, unpublished 
 	}
 	f("rate_target_hz", d.target, 3)
 	f("rate_measured_hz", s.Rate, 3)
+	f("trained_rate_hz", d.trained, 4)
+	f("per_step_scale", d.stepScale, 4)
 	f("deadline_s", d.deadline.Seconds(), 4)
 	u("deadline_misses", s.DeadlineMisses)
 	u("deadline_misses_recent", recentMiss)

@@ -80,6 +80,13 @@ type LoopConfig struct {
 	// WorkspaceStart is the end-effector position the filter's workspace
 	// integration starts from (metres; used only with Safety.Workspace).
 	WorkspaceStart [3]float64
+	// TrainedRate is the rate, Hz, the policy learnt its per-step actions
+	// at (policy.Config.Rate; 0 unknown), and StepScale what the per-step
+	// action dimensions (action.PerStep) are multiplied by before the
+	// safety filter: TrainedRate/Rate under RateRescale, else 1 (0 means
+	// 1). See ChooseRate.
+	TrainedRate float64
+	StepScale   float64
 }
 
 // Period is 1/Rate.
@@ -104,6 +111,11 @@ func (c *LoopConfig) defaults() error {
 		return fmt.Errorf("heartbeat_timeout %v is negative", c.HeartbeatTimeout)
 	case c.MaxSteps < 0:
 		return fmt.Errorf("max_steps %d is negative", c.MaxSteps)
+	case !(c.StepScale >= 0 && c.StepScale <= 1000):
+		return fmt.Errorf("step scale %g: want (0, 1000]", c.StepScale)
+	}
+	if c.StepScale == 0 {
+		c.StepScale = 1
 	}
 	if c.Deadline == 0 || c.Deadline > c.Period() {
 		c.Deadline = c.Period()
@@ -159,6 +171,9 @@ type Loop struct {
 	sink   Sink
 	log    hclog.Logger
 	w      *worker
+	// perStep are the action dimensions cfg.StepScale multiplies (none
+	// when it is 1).
+	perStep []int
 
 	// Owned by the loop goroutine.
 	state     *policy.State // the committed state: steps whose actions were published
@@ -208,8 +223,17 @@ func NewLoop(p Stepper, cfg LoopConfig, clock ros.Clock, in *Inputs, sink Sink, 
 	}
 	filter.Reset(cfg.WorkspaceStart)
 	n := space.Len()
+	var perStep []int
+	if cfg.StepScale != 1 {
+		for i, d := range space.Dims {
+			if d.PerStep() {
+				perStep = append(perStep, i)
+			}
+		}
+	}
 	l := &Loop{
-		cfg: cfg, period: cfg.Period(), pol: p, filter: filter, clock: clock, in: in, sink: sink, log: log,
+		perStep: perStep,
+		cfg:     cfg, period: cfg.Period(), pol: p, filter: filter, clock: clock, in: in, sink: sink, log: log,
 		state: p.NewState(), proposed: make([]float32, n), out: make([]float32, n),
 		reason: ReasonNoFrame,
 		w: &worker{
@@ -454,6 +478,9 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 	t0 := time.Now()
 	copy(l.proposed, w.action)
 	mode := action.GateMode(l.proposed)
+	for _, i := range l.perStep {
+		l.proposed[i] *= float32(l.cfg.StepScale)
+	}
 	v := l.filter.Apply(l.out, l.proposed, dt)
 	l.rec(StageFilter, time.Since(t0))
 	if v.Rejected {
@@ -499,6 +526,9 @@ func (l *Loop) setStatus(r Reason) {
 	prev := l.reason
 	l.reason, l.statusSet = r, true
 	text := statusText(r, l.hasActed)
+	if r == ReasonNone && l.cfg.StepScale != 1 {
+		text += fmt.Sprintf(" (rescaled: trained at %.3g Hz, running at %.3g Hz, per-step actions x%.3g)", l.cfg.TrainedRate, l.cfg.Rate, l.cfg.StepScale)
+	}
 	l.sink.Status(text, r)
 	switch {
 	case r == ReasonNone:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"time"
@@ -127,8 +128,22 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	}
 
 	cfg := np.Loop
+	cfg.TrainedRate = pol.Rate()
+	if cfg.Rate, cfg.StepScale, err = ChooseRate(np.Loop.Rate, cfg.TrainedRate, np.RateMismatch); err != nil {
+		return nil, fmt.Errorf("node %s refuses to start: %w", a.NodeName(), err)
+	}
 	if err := cfg.defaults(); err != nil {
 		return nil, err
+	}
+	switch {
+	case cfg.TrainedRate == 0:
+		log.Warn("the checkpoint does not record the rate it learnt at; running at ~rate", "rate_hz", cfg.Rate)
+	case cfg.StepScale != 1:
+		log.Warn("running at another rate than the policy learnt at: per-step actions rescaled", "rate_hz", cfg.Rate,
+			"trained_rate_hz", cfg.TrainedRate, "per_step_scale", cfg.StepScale)
+	case math.Abs(cfg.Rate-cfg.TrainedRate) > rateMatch*cfg.TrainedRate:
+		log.Warn("running at another rate than the policy learnt at, one action per trained step (~rate_mismatch lockstep)",
+			"rate_hz", cfg.Rate, "trained_rate_hz", cfg.TrainedRate)
 	}
 	pre := pol.Spec().Vision.Preprocess
 	wh, ww := np.WarmupHeight, np.WarmupWidth
@@ -170,7 +185,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 		defer close(n.loopDone)
 		n.loop.Run(lctx)
 	}()
-	diag := &diagState{name: a.NodeName() + ": control loop", target: cfg.Rate, deadline: cfg.Deadline}
+	diag := &diagState{name: a.NodeName() + ": control loop", target: cfg.Rate, trained: cfg.TrainedRate, stepScale: cfg.StepScale, deadline: cfg.Deadline}
 	go func() {
 		defer close(n.diagDone)
 		runDiagnostics(lctx, np.DiagnosticsPeriod, diag, n.loop, n.io)

@@ -1,8 +1,10 @@
 package node
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,6 +65,27 @@ func derivedCheckpoint(t testing.TB, name string, edit func(tensor string, v []f
 		f.Tensors[tn] = safetensors.FromFloat32(v, tensor.Shape...)
 	}
 	out := filepath.Join(testDir, name+".safetensors")
+	if err := safetensors.WriteFile(out, f); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ratedCheckpoint writes a copy of the checkpoint at path that records it
+// learnt at hz (policy.Config.Rate), as ttm train writes it.
+func ratedCheckpoint(t testing.TB, path string, hz float64) string {
+	t.Helper()
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := policy.ParseConfig([]byte(f.Metadata[policy.ConfigKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Rate = hz
+	f.Metadata[policy.ConfigKey] = c.JSON()
+	out := strings.TrimSuffix(path, ".safetensors") + fmt.Sprintf("-%ghz.safetensors", hz)
 	if err := safetensors.WriteFile(out, f); err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ max_frame_pixels: 2000000
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := np.Loop; c.Rate != 10 || c.Deadline != 100*time.Millisecond || c.MaxImageAge != 500*time.Millisecond || c.HeartbeatTimeout != 0 ||
+	if c := np.Loop; c.Rate != 0 || c.Deadline != 0 || np.RateMismatch != RateRefuse || c.MaxImageAge != 500*time.Millisecond || c.HeartbeatTimeout != 0 ||
 		c.MaxSteps != 0 || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != MinWarmupSteps ||
 		np.MaxFramePixels != DefaultMaxFramePixels {
 		t.Errorf("defaults %+v", np)
@@ -159,20 +159,28 @@ max_frame_pixels: 2000000
 
 func testRefusesToStart(t *testing.T, m *rostest.Master, ckpt string) {
 	for _, tc := range []struct {
-		name    string
-		args    []string
-		wantErr string
+		name        string
+		args        []string
+		trainedRate float64 // Hz the checkpoint records (0: the small checkpoint's none)
+		wantErr     string
 	}{
-		{"too slow for the rate", []string{"_rate:=1000", "_warmup_steps:=100"}, "refuses to start at 1000 Hz: warm-up: the policy's p99 step latency"},
-		{"image size", []string{"_expect_image_height:=224", "_expect_image_width:=224"}, "image size mismatch: the checkpoint takes 128x160, the node is configured for 224x224"},
-		{"backbone", []string{"_expect_backbone_sha256:=00ff"}, "backbone mismatch"},
-		{"pinned policy", []string{"_expect_policy_sha256:=00ff"}, "policy mismatch: its tensors' SHA-256 is"},
-		{"parameter type", []string{"_rate:=fast"}, "parameter /refuse/rate (from the command line): want float"},
-		{"bad workspace", []string{"_workspace/min:=[0, 0]", "_workspace/max:=[1, 1, 1]"}, "must both be [x, y, z]"},
-		{"frame pixels beyond the decoders' limit", []string{"_max_frame_pixels:=16777217"}, "parameter ~max_frame_pixels is 16777217; want 1 to 16777216"},
+		{"too slow for the rate", []string{"_rate:=1000", "_warmup_steps:=100"}, 0, "refuses to start at 1000 Hz: warm-up: the policy's p99 step latency"},
+		{"image size", []string{"_expect_image_height:=224", "_expect_image_width:=224"}, 0, "image size mismatch: the checkpoint takes 128x160, the node is configured for 224x224"},
+		{"backbone", []string{"_expect_backbone_sha256:=00ff"}, 0, "backbone mismatch"},
+		{"pinned policy", []string{"_expect_policy_sha256:=00ff"}, 0, "policy mismatch: its tensors' SHA-256 is"},
+		{"parameter type", []string{"_rate:=fast"}, 0, "parameter /refuse/rate (from the command line): want float"},
+		{"rate mismatch value", []string{"_rate_mismatch:=scale"}, 0, `~rate_mismatch "scale": want refuse, rescale or lockstep`},
+		{"bad workspace", []string{"_workspace/min:=[0, 0]", "_workspace/max:=[1, 1, 1]"}, 0, "must both be [x, y, z]"},
+		{"frame pixels beyond the decoders' limit", []string{"_max_frame_pixels:=16777217"}, 0, "parameter ~max_frame_pixels is 16777217; want 1 to 16777216"},
+		{"another rate than trained", []string{"_rate:=10"}, 3,
+			"refuses to start: the policy learnt its per-step actions at 3 Hz; at ~rate 10 Hz its arm would move 3.33 times as fast"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Start(context.Background(), Config{Args: argsFor(t, m, "refuse", tc.args...), Policy: ckpt, Threads: 2})
+			path := ckpt
+			if tc.trainedRate > 0 {
+				path = ratedCheckpoint(t, ckpt, tc.trainedRate)
+			}
+			_, err := Start(context.Background(), Config{Args: argsFor(t, m, "refuse", tc.args...), Policy: path, Threads: 2})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Start = %v, want an error containing %q", err, tc.wantErr)
 			}
@@ -467,6 +475,9 @@ func testDiagnostics(t *testing.T, w *watcher) {
 	}
 	if kv["stale_frame_ticks"] == "0" {
 		t.Error("the stall did not show in stale_frame_ticks")
+	}
+	if kv["trained_rate_hz"] != "0.0000" || kv["per_step_scale"] != "1.0000" { // a checkpoint that records no rate
+		t.Errorf("trained_rate_hz %q, per_step_scale %q", kv["trained_rate_hz"], kv["per_step_scale"])
 	}
 	if kv["state"] != "acting" || kv["rate_target_hz"] != strconv.Itoa(*rosRate)+".000" {
 		t.Errorf("state %q, target %q", kv["state"], kv["rate_target_hz"])

@@ -24,7 +24,8 @@ const DefaultMaxFramePixels = 1 << 22
 // (command line _name:=value first, then the parameter server, then the
 // default):
 //
-//	~rate                    float  10     control rate, Hz
+//	~rate                    float  0      control rate, Hz; 0: the rate the policy learnt at (policy.Config.Rate; 10 when it records none)
+//	~rate_mismatch           string refuse ~rate other than the trained rate: refuse, rescale or lockstep (RateMismatch)
 //	~deadline                float  0      seconds after a tick by which its action is out; 0 or more than the period: the period
 //	~max_image_age           float  0.5    seconds; older frames are not acted on (header stamp, or arrival when the stamp is zero)
 //	~max_frame_pixels        int    4194304  larger camera frames are refused before decoding (at most vision.MaxPixels)
@@ -49,6 +50,7 @@ const DefaultMaxFramePixels = 1 << 22
 type NodeParams struct {
 	Loop              LoopConfig
 	Expect            policy.Expect // ActionSpace is always RT-1's
+	RateMismatch      RateMismatch
 	MaxFramePixels    int
 	WarmupSteps       int
 	WarmupHeight      int
@@ -115,7 +117,9 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	}
 
 	c := &np.Loop
-	c.Rate = flt("~rate", DefaultRate)
+	c.Rate = flt("~rate", 0)
+	mismatch, err := p.String(ctx, "~rate_mismatch", string(RateRefuse))
+	keep(err)
 	c.Deadline = secs("~deadline", 0)
 	c.MaxImageAge = secs("~max_image_age", DefaultMaxImageAge.Seconds())
 	c.MaxProprioAge = secs("~max_proprio_age", DefaultMaxProprioAge.Seconds())
@@ -176,13 +180,20 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	if firstErr != nil {
 		return NodeParams{}, firstErr
 	}
+	if np.RateMismatch, err = ParseRateMismatch(mismatch); err != nil {
+		return NodeParams{}, &paramError{err}
+	}
 	if np.MaxFramePixels < 1 || np.MaxFramePixels > vision.MaxPixels {
 		return NodeParams{}, badParam("parameter ~max_frame_pixels is %d; want 1 to %d", np.MaxFramePixels, vision.MaxPixels)
 	}
 	if np.DiagnosticsPeriod < 10*time.Millisecond {
 		return NodeParams{}, badParam("parameter ~diagnostics_period is %v; want at least 0.01 s", np.DiagnosticsPeriod)
 	}
-	if err := c.defaults(); err != nil {
+	check := *c // the rate and the deadline depend on the policy's rate: Start applies the defaults
+	if check.Rate == 0 {
+		check.Rate = DefaultRate
+	}
+	if err := check.defaults(); err != nil {
 		return NodeParams{}, &paramError{err}
 	}
 	if _, err := policy.NewFilter(rt1, c.Safety); err != nil {

@@ -91,7 +91,8 @@ func TestSoak(t *testing.T) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100")
+	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100",
+		"_rate_mismatch:=rescale")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n, err := Start(ctx, Config{Args: args, Policy: ckpt, Threads: threads, Log: log})

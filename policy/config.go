@@ -107,7 +107,18 @@ type Config struct {
 	// the memory a reason to keep the cue at every step, where the actions
 	// that depend on it are a few steps of a long episode.
 	GoalProbe bool `json:"goal_probe,omitempty"`
+	// Rate is the rate, Hz, of the demonstrations the policy learnt from
+	// (ttm train measures it from their frames' stamps; the simulator's
+	// are at 3 Hz, sim.StepSeconds): its per-step actions
+	// (action.PerStep: world_vector, rotation_delta) are displacements
+	// per step at this rate, so run at another rate the arm moves faster
+	// or slower by their ratio. The node runs at it unless told otherwise
+	// (~rate, ~rate_mismatch). 0: not trained, no rate known.
+	Rate float64 `json:"rate_hz,omitempty"`
 }
+
+// MaxRate bounds Config.Rate, Hz.
+const MaxRate = 1000
 
 // GoalLen is the goal probe's output: x, y, z in GoalUnit.
 const GoalLen = 3
@@ -152,7 +163,10 @@ func (c Config) proprioTokens() int {
 	return 1
 }
 
-func (c Config) validateProprio() error {
+func (c Config) validate() error {
+	if r := c.Rate; !(r >= 0 && r <= MaxRate) {
+		return fmt.Errorf("policy: trained rate %v Hz: want 0 (unknown) up to %v", r, MaxRate)
+	}
 	seen := map[string]bool{}
 	for _, n := range c.Proprio {
 		switch {
@@ -224,7 +238,7 @@ func (s Spec) Validate() error {
 	if m := s.Policy.Model; m != "" && !slices.Contains(seq.Names(), m) {
 		return fmt.Errorf("policy: unknown sequence model %q (have %s)", m, strings.Join(seq.Names(), ", "))
 	}
-	if err := s.Policy.validateProprio(); err != nil {
+	if err := s.Policy.validate(); err != nil {
 		return err
 	}
 	if s.Policy.MemoryFiLM && s.Policy.usesSeq() {
@@ -471,7 +485,7 @@ func ParseConfig(b []byte) (Config, error) {
 	if c.Model != "" && !slices.Contains(seq.Names(), c.Model) {
 		return Config{}, fmt.Errorf("policy config: unknown sequence model %q (have %s)", c.Model, strings.Join(seq.Names(), ", "))
 	}
-	if err := c.validateProprio(); err != nil {
+	if err := c.validate(); err != nil {
 		return Config{}, fmt.Errorf("policy config: %w", err)
 	}
 	if err := c.ActionSpace.Validate(); err != nil {

@@ -235,6 +235,20 @@ func (p *Policy) NewState() *State {
 	return st
 }
 
+// Rate is the rate, Hz, the policy learnt its per-step actions at
+// (Config.Rate); 0 when unknown.
+func (p *Policy) Rate() float64 { return p.spec.Policy.Rate }
+
+// SetRate records the rate, Hz, of the demonstrations the policy learns
+// from (Config.Rate); Save writes it.
+func (p *Policy) SetRate(hz float64) error {
+	if !(hz > 0 && hz <= MaxRate) {
+		return fmt.Errorf("policy: trained rate %v Hz: want (0, %v]", hz, MaxRate)
+	}
+	p.spec.Policy.Rate = hz
+	return nil
+}
+
 // ModelName is the sequence model's registry name ("ttm", "recurrent", ...).
 func (p *Policy) ModelName() string { return p.spec.Policy.ModelName() }
 

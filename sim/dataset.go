@@ -33,6 +33,9 @@ type IndexEntry struct {
 	// teaches the expert's actions even when the rollout failed). Absent
 	// in older indexes: the agent's own actions.
 	Label string `json:"label,omitempty"`
+	// Period is EpisodeInfo.Period, the seconds between frames (the
+	// demonstrations' rate is its inverse). Absent (0) in older indexes.
+	Period float64 `json:"period,omitempty"`
 }
 
 // Index lists a dataset's episodes. Height and Width are the frames' size,
@@ -52,7 +55,7 @@ func EpisodeFile(task string, seed uint64) string { return fmt.Sprintf("%s-%06d.
 
 // IndexEntryFor describes a recorded episode.
 func IndexEntryFor(file string, info EpisodeInfo) IndexEntry {
-	return IndexEntry{File: file, Task: info.Task, Family: info.Family, Instruction: info.Instruction, Seed: info.Seed, Steps: info.Steps, Success: info.Success, Label: info.Label}
+	return IndexEntry{File: file, Task: info.Task, Family: info.Family, Instruction: info.Instruction, Seed: info.Seed, Steps: info.Steps, Success: info.Success, Label: info.Label, Period: info.Period}
 }
 
 // Find returns the position of the entry for file, or -1.
@@ -82,6 +85,8 @@ func (ix *Index) Validate() error {
 			return fmt.Errorf("index episode %d: %s is listed twice", i, e.File)
 		case e.Task == "" || e.Steps < 0:
 			return fmt.Errorf("index episode %d (%s): no task, or %d steps", i, e.File, e.Steps)
+		case !(e.Period >= 0 && e.Period < 3600):
+			return fmt.Errorf("index episode %d (%s): period %v s", i, e.File, e.Period)
 		}
 		seen[e.File] = true
 	}

@@ -179,7 +179,7 @@ func actionLayout(space action.Space) rosbag.MultiArrayLayout {
 //	info          std_msgs/String at t0 (latched): EpisodeInfo as JSON
 func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (Result, error) {
 	if opts.Period == 0 {
-		opts.Period = time.Duration(math.Round(StepSeconds * float64(time.Second)))
+		opts.Period = StepPeriod
 	}
 	if opts.ActionDelay == 0 {
 		opts.ActionDelay = time.Millisecond

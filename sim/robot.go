@@ -1,11 +1,16 @@
 package sim
 
+import "time"
+
 // The robot: a round mobile base with an arm and a parallel gripper, and a
 // camera on its head. Its action is an RT-1 action vector
 // (action.RT1()); one Step lasts StepSeconds.
 const (
 	// StepSeconds is the duration of one step (RT-1 ran at 3 Hz).
 	StepSeconds = 1.0 / 3
+	// StepPeriod is StepSeconds as a duration, to the nanosecond: the
+	// time between the frames of recorded episodes.
+	StepPeriod = time.Second / 3
 	// ArmScale is the end-effector displacement in metres per unit of
 	// world_vector in one step: a full-scale action moves it 5 cm along each
 	// axis of the base frame.

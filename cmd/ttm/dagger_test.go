@@ -243,9 +243,10 @@ func TestTrainDAggerDatasets(t *testing.T) {
 	if err := json.Unmarshal(b, &lg); err != nil {
 		t.Fatalf("JSON log: %v", err)
 	}
+	rate := 1 / sim.StepPeriod.Seconds()
 	want := []dataset.Use{
-		{Dir: experts, Indexed: 2, Episodes: 2, Steps: steps(experts)},
-		{Dir: dagger, Indexed: 2, Episodes: 2, Steps: 24, ExpertLabelled: 2, FailedKept: 2},
+		{Dir: experts, Indexed: 2, Episodes: 2, Steps: steps(experts), Rate: rate},
+		{Dir: dagger, Indexed: 2, Episodes: 2, Steps: 24, ExpertLabelled: 2, FailedKept: 2, Rate: rate},
 		{Dir: rollouts, Indexed: 1, Skipped: 1},
 	}
 	if lg.Data != data || !slices.Equal(lg.Datasets, want) || lg.Episodes != 4 || lg.Steps != steps(experts)+24 || len(lg.History) != 2 {

@@ -36,7 +36,7 @@ func runDemo(env *environment, args []string) error {
 	fl := newFlags(env, "demo", "[--dir DIR] [--policy CKPT] [--rate HZ] [--tasks LIST] [--episodes N] [--seed S] [--max-steps N] [--ttm [--steps N]]")
 	dir := fl.String("dir", "bin/demo", "working `directory` for the demo's files (checkpoint, logs, episodes/)")
 	policyPath := fl.String("policy", "", "policy checkpoint `file`; empty: a fresh (untrained) small policy written to DIR/small-policy.safetensors")
-	rate := fl.Float64("rate", 3, "the policy node's control rate, Hz: RT-1's 3 Hz by default (the node refuses a rate its warm-up cannot sustain)")
+	rate := fl.Float64("rate", 0, "the policy node's control rate, Hz; 0: the rate the policy learnt at (RT-1's 3 Hz when it records none; the node refuses a rate its warm-up cannot sustain)")
 	threads := fl.Int("threads", 0, "the policy node's threads (0: one per CPU)")
 	tasks := fl.String("tasks", "all", "simulator tasks: all, families, memory, or names separated by commas")
 	episodes := fl.Int("episodes", 1, "episodes per task")
@@ -50,8 +50,8 @@ func runDemo(env *environment, args []string) error {
 		return err
 	}
 	switch {
-	case !(*rate > 0) || math.IsInf(*rate, 0) || *rate > 1000:
-		return fmt.Errorf("%w: --rate %g: want a rate in (0, 1000] Hz", errUsage, *rate)
+	case !(*rate >= 0) || math.IsInf(*rate, 0) || *rate > 1000:
+		return fmt.Errorf("%w: --rate %g: want 0 (the policy's) or a rate in (0, 1000] Hz", errUsage, *rate)
 	case *threads < 0:
 		return fmt.Errorf("%w: --threads %d is negative", errUsage, *threads)
 	case *episodes < 1:

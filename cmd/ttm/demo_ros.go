@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,7 +28,8 @@ const (
 	demoStopWait   = 15 * time.Second // after SIGINT, before SIGKILL
 	demoStartWait  = 3 * time.Minute  // the policy node's load and warm-up
 
-	demoMinRate = 1.0 // Hz: the lowest rate tried after refusals
+	demoMinRate     = 1.0 // Hz: the lowest rate tried after refusals
+	demoDefaultRate = 3.0 // Hz: for a policy that records no rate, RT-1's
 )
 
 // rosDemo runs the ROS part of the demo; see runDemo.
@@ -50,6 +52,9 @@ func rosDemo(ctx context.Context, env *environment, c demoConfig) error {
 	}
 	spec := p.Spec()
 	p.Close()
+	if c.rate == 0 {
+		c.rate = cmp.Or(spec.Policy.Rate, demoDefaultRate)
+	}
 	size := fmt.Sprintf("%dx%d", spec.Vision.Preprocess.Height, spec.Vision.Preprocess.Width)
 
 	rosArgs, err := ros.ParseArgs("ttm_demo", nil, nil) // ROS_MASTER_URI, or the default
@@ -137,6 +142,9 @@ func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath,
 			// below 2 Hz).
 			"_max_image_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64),
 			"_max_proprio_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64), // it comes with each frame
+			// The simulator steps once per action, each one trained step
+			// (sim.StepSeconds), whatever the wall clock's rate.
+			"_rate_mismatch:="+string(node.RateLockstep),
 			"__name:=ttm_node", "__ns:="+c.ns, "__master:="+uri)
 		if err != nil {
 			return nil, 0, err

@@ -231,7 +231,8 @@ func recordDataset(ctx context.Context, env *environment, cfg datasetConfig) err
 					return err
 				}
 				ix.Episodes = append(ix.Episodes, sim.IndexEntry{File: file, Task: res.Task, Family: sim.TaskFamily(task),
-					Instruction: res.Instruction, Seed: res.Seed, Steps: res.Steps, Success: res.Success, Label: cfg.label})
+					Instruction: res.Instruction, Seed: res.Seed, Steps: res.Steps, Success: res.Success, Label: cfg.label,
+					Period: sim.StepPeriod.Seconds()})
 				if err := sim.WriteIndex(cfg.dir, ix); err != nil {
 					return err
 				}

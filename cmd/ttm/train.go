@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -183,6 +184,12 @@ func runTrain(env *environment, args []string) error {
 
 	eps, total, uses, err := dataset.Load(env.log.Named("data"), p, dirs, *cacheDir, tasks, *allEpisodes)
 	if err != nil {
+		return err
+	}
+	if was, rate := p.Rate(), uses[0].Rate; was > 0 && math.Abs(was-rate) > dataset.RateTolerance*max(was, rate) {
+		log.Warn("the policy learnt at another rate before; it now learns at the demonstrations' rate", "was_hz", was, "rate_hz", rate)
+	}
+	if err := p.SetRate(uses[0].Rate); err != nil {
 		return err
 	}
 	nparams := 0

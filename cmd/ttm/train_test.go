@@ -97,10 +97,14 @@ func TestTrainCommand(t *testing.T) {
 			t.Errorf("%s: keypoint labels %v, want [steps %d]", path, k.Shape, sim.KeypointLabelLen)
 		}
 	}
-	// The checkpoint loads with its backbone, as the node would load it.
+	// The checkpoint loads with its backbone, as the node would load it,
+	// and records the rate of its demonstrations.
 	if p, err := policy.Load(ckpt, policy.Options{}); err != nil {
 		t.Fatalf("trained checkpoint: %v", err)
 	} else {
+		if want := 1 / sim.StepPeriod.Seconds(); p.Rate() != want {
+			t.Errorf("trained checkpoint records %v Hz, want the demonstrations' %v", p.Rate(), want)
+		}
 		p.Close()
 	}
 

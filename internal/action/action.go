@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Dimension is one coordinate of the action vector.
@@ -229,6 +230,16 @@ func (s Space) Gated(i, mode int) bool {
 		return mode != ModeBase
 	}
 	return false
+}
+
+// PerStep reports whether dimension d is a displacement per control step
+// (RT-1's world_vector and rotation_delta), which moves the robot as far
+// each step whatever the rate: run at another rate than its policy learnt
+// at, it must be scaled by their ratio to move as fast. The other
+// dimensions are rates per second (the base's velocities), absolute
+// targets (the gripper) or categories (the mode): the same at any rate.
+func (d Dimension) PerStep() bool {
+	return strings.HasPrefix(d.Name, "world_vector/") || strings.HasPrefix(d.Name, "rotation_delta/")
 }
 
 // ArmProprio is the proprioception layout of the arm: the end-effector's

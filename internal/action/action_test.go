@@ -162,3 +162,20 @@ func TestRT1ContinuousArm(t *testing.T) {
 		}
 	}
 }
+
+func TestPerStep(t *testing.T) {
+	want := map[string]bool{
+		"mode": false, "world_vector/x": true, "world_vector/y": true, "world_vector/z": true,
+		"rotation_delta/roll": true, "rotation_delta/pitch": true, "rotation_delta/yaw": true,
+		"gripper": false, "base/yaw": false, "base/x": false, "base/y": false,
+	}
+	for _, d := range RT1().Dims {
+		w, ok := want[d.Name]
+		if !ok {
+			t.Fatalf("dimension %q not in the test's table", d.Name)
+		}
+		if got := d.PerStep(); got != w {
+			t.Errorf("%s: PerStep %v, want %v", d.Name, got, w)
+		}
+	}
+}

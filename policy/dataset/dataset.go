@@ -8,6 +8,7 @@ package dataset
 import (
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -34,7 +35,15 @@ type Use struct {
 	Skipped        int `json:"skipped"`
 	// OtherTasks counts the episodes of tasks --tasks left out.
 	OtherTasks int `json:"other_tasks,omitempty"`
+	// Rate is the rate, Hz, the episodes were recorded at: the inverse of
+	// the median of their periods (the time between frames), which must
+	// agree within RateTolerance.
+	Rate float64 `json:"rate_hz"`
 }
+
+// RateTolerance is how far, relatively, an episode's period may be from
+// the others' for them to count as recorded at one rate.
+const RateTolerance = 0.02
 
 // Load reads the datasets' episodes as cached features,
 // encoding (and caching) those not cached yet. Episodes that failed are
@@ -80,8 +89,16 @@ func Load(log hclog.Logger, p *policy.Policy, dirs []string, cacheDir string, ta
 		}
 		return nil, 0, nil, fmt.Errorf("%s: no successful or expert-labelled episodes (all takes the others) of the tasks asked for", what)
 	}
+	for _, u := range uses[1:] {
+		if u.Episodes > 0 && !sameRate(u.Rate, uses[0].Rate) {
+			return nil, 0, nil, fmt.Errorf("datasets %s and %s were recorded at %.4g and %.4g Hz: a policy learns its per-step actions at one rate",
+				uses[0].Dir, u.Dir, uses[0].Rate, u.Rate)
+		}
+	}
 	return eps, total, uses, nil
 }
+
+func sameRate(a, b float64) bool { return math.Abs(a-b) <= RateTolerance*max(a, b) }
 
 // CacheName is a dataset's subfolder in a shared cache folder:
 // its base name and a digest of its absolute path, so two datasets'
@@ -111,6 +128,7 @@ func loadDir(log hclog.Logger, p *policy.Policy, dir, cacheDir, qualify string, 
 	}
 	na := p.ActionSpace().Len()
 	var eps []*train.Episode
+	var periods []float64
 	encoded, began := 0, time.Now()
 	last := began
 	for i, e := range ix.Episodes {
@@ -128,42 +146,27 @@ func loadDir(log hclog.Logger, p *policy.Policy, dir, cacheDir, qualify string, 
 		if err != nil {
 			return nil, use, err
 		}
-		if ep == nil {
+		period := e.Period
+		if ep == nil || period == 0 { // an index written before it kept the period: the bag's info has it
 			rec, err := sim.ReadEpisode(filepath.Join(dir, e.File), sim.ReadOptions{})
 			if err != nil {
 				return nil, use, err
 			}
-			if rec.Info.Label != e.Label {
-				return nil, use, fmt.Errorf("dataset %s: the index labels %s %q, the bag %q", dir, e.File, e.Label, rec.Info.Label)
-			}
-			fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
-			labelled := true // the simulator's bags: keypoint labels for every frame
-			sensed := true   // and proprioception
-			for _, s := range rec.Steps {
-				if s.Action == nil {
-					return nil, use, fmt.Errorf("episode %s: a frame without an action", e.File)
+			period = rec.Info.Period
+			if ep == nil {
+				if ep, err = encode(p, rec, e, name); err != nil {
+					return nil, use, fmt.Errorf("dataset %s: %w", dir, err)
 				}
-				fr.Images = append(fr.Images, s.Image)
-				fr.Actions = append(fr.Actions, s.Action)
-				fr.Keypoints = append(fr.Keypoints, s.Keypoints)
-				labelled = labelled && s.Keypoints != nil
-				fr.Proprio = append(fr.Proprio, s.Proprio)
-				sensed = sensed && s.Proprio != nil
+				if err := cache.Store(ep, na); err != nil {
+					return nil, use, err
+				}
+				encoded++
 			}
-			if !labelled {
-				fr.Keypoints = nil
-			}
-			if !sensed {
-				fr.Proprio = nil
-			}
-			if ep, err = train.Encode(p, fr); err != nil {
-				return nil, use, err
-			}
-			if err := cache.Store(ep, na); err != nil {
-				return nil, use, err
-			}
-			encoded++
 		}
+		if !(period > 0) {
+			return nil, use, fmt.Errorf("dataset %s: episode %s has no time between its frames (one frame?): its rate is unknown", dir, e.File)
+		}
+		periods = append(periods, period)
 		if qualify != "" {
 			ep.Name = qualify + "/" + ep.Name
 		}
@@ -187,10 +190,46 @@ func loadDir(log hclog.Logger, p *policy.Policy, dir, cacheDir, qualify string, 
 				"frames/s", fmt.Sprintf("%.0f", float64(use.Steps)/time.Since(began).Seconds()))
 		}
 	}
-	log.Info("episodes ready", "dir", dir, "episodes", use.Episodes, "steps", use.Steps, "expert_labelled", use.ExpertLabelled,
+	if len(periods) > 0 {
+		slices.Sort(periods)
+		mid := periods[len(periods)/2]
+		if lo, hi := periods[0], periods[len(periods)-1]; !sameRate(1/lo, 1/mid) || !sameRate(1/hi, 1/mid) {
+			return nil, use, fmt.Errorf("dataset %s: episodes recorded at %.4g to %.4g Hz: a policy learns its per-step actions at one rate", dir, 1/hi, 1/lo)
+		}
+		use.Rate = 1 / mid
+	}
+	log.Info("episodes ready", "dir", dir, "rate_hz", use.Rate, "episodes", use.Episodes, "steps", use.Steps, "expert_labelled", use.ExpertLabelled,
 		"failed_kept", use.FailedKept, "skipped", use.Skipped, "other_tasks", use.OtherTasks, "encoded", encoded, "cache", cache.Dir,
 		"took", time.Since(began).Round(time.Millisecond))
 	return eps, use, nil
+}
+
+// encode runs a recorded episode's frames through p's front end.
+func encode(p *policy.Policy, rec *sim.RecordedEpisode, e sim.IndexEntry, name string) (*train.Episode, error) {
+	if rec.Info.Label != e.Label {
+		return nil, fmt.Errorf("the index labels %s %q, the bag %q", e.File, e.Label, rec.Info.Label)
+	}
+	fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
+	labelled := true // the simulator's bags: keypoint labels for every frame
+	sensed := true   // and proprioception
+	for _, s := range rec.Steps {
+		if s.Action == nil {
+			return nil, fmt.Errorf("episode %s: a frame without an action", e.File)
+		}
+		fr.Images = append(fr.Images, s.Image)
+		fr.Actions = append(fr.Actions, s.Action)
+		fr.Keypoints = append(fr.Keypoints, s.Keypoints)
+		labelled = labelled && s.Keypoints != nil
+		fr.Proprio = append(fr.Proprio, s.Proprio)
+		sensed = sensed && s.Proprio != nil
+	}
+	if !labelled {
+		fr.Keypoints = nil
+	}
+	if !sensed {
+		fr.Proprio = nil
+	}
+	return train.Encode(p, fr)
 }
 
 // probedFamilies are the families whose episodes label the goal probe

@@ -1,10 +1,12 @@
 package dataset
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
@@ -12,7 +14,12 @@ import (
 
 // recordPick records n expert episodes of pick at the small preset's
 // image size with the real bag recorder into dir, and indexes them.
-func recordPick(t *testing.T, dir string, n int) *sim.Index {
+func recordPick(t *testing.T, dir string, n int) *sim.Index { return recordPickAt(t, dir, n, 0) }
+
+// recordPickAt records n pick episodes at period (0: sim.StepSeconds);
+// the index gives the period of the first only, so that the others' come
+// from their bags, as an index written before it kept them.
+func recordPickAt(t *testing.T, dir string, n int, period time.Duration) *sim.Index {
 	t.Helper()
 	spec, err := policy.Preset("small")
 	if err != nil {
@@ -33,18 +40,30 @@ func recordPick(t *testing.T, dir string, n int) *sim.Index {
 			t.Fatal(err)
 		}
 		file := sim.EpisodeFile(task.Name, seed)
-		res, err := sim.RecordEpisode(filepath.Join(dir, file), ep, sim.ExpertAgent{Expert: ep.Expert(sim.ExpertOptions{})}, sim.RecordOptions{})
+		res, err := sim.RecordEpisode(filepath.Join(dir, file), ep, sim.ExpertAgent{Expert: ep.Expert(sim.ExpertOptions{})}, sim.RecordOptions{Period: period})
 		ep.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		ix.Episodes = append(ix.Episodes, sim.IndexEntry{File: file, Task: task.Name, Family: task.Name, Instruction: res.Instruction,
 			Seed: seed, Steps: res.Steps, Success: res.Success})
+		if seed == 1 {
+			ix.Episodes[0].Period = periodOf(period).Seconds()
+		}
 	}
 	if err := sim.WriteIndex(dir, ix); err != nil {
 		t.Fatal(err)
 	}
 	return ix
+}
+
+// periodOf is the time between the frames sim.RecordEpisode stamps at
+// period.
+func periodOf(period time.Duration) time.Duration {
+	if period == 0 {
+		return sim.StepPeriod
+	}
+	return period
 }
 
 // smallPolicy is a fresh small policy with its seeded backbone.
@@ -85,12 +104,13 @@ func TestLoad(t *testing.T) {
 	a, b := filepath.Join(root, "a", "data"), filepath.Join(root, "b", "data")
 	ixA, ixB := recordPick(t, a, 2), recordPick(t, b, 1)
 	steps := ixA.Episodes[0].Steps + ixA.Episodes[1].Steps
+	rate := 1 / periodOf(0).Seconds() // 3 Hz
 
 	eps, total, uses, err := Load(nil, p, []string{a}, "", nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(eps) != 2 || total != steps || len(uses) != 1 || uses[0] != (Use{Dir: a, Indexed: 2, Episodes: 2, Steps: steps}) {
+	if len(eps) != 2 || total != steps || len(uses) != 1 || uses[0] != (Use{Dir: a, Indexed: 2, Episodes: 2, Steps: steps, Rate: rate}) {
 		t.Fatalf("%d episodes, %d steps, uses %+v; want 2, %d, one dataset", len(eps), total, uses, steps)
 	}
 	if n := cached(t, filepath.Join(a, ".features")); n != 2 {
@@ -109,8 +129,8 @@ func TestLoad(t *testing.T) {
 		all  bool
 		want Use
 	}{
-		{false, Use{Dir: a, Indexed: 2, Episodes: 1, Steps: ixA.Episodes[1].Steps, Skipped: 1}},
-		{true, Use{Dir: a, Indexed: 2, Episodes: 2, Steps: steps}},
+		{false, Use{Dir: a, Indexed: 2, Episodes: 1, Steps: ixA.Episodes[1].Steps, Skipped: 1, Rate: rate}},
+		{true, Use{Dir: a, Indexed: 2, Episodes: 2, Steps: steps, Rate: rate}},
 	} {
 		_, _, uses, err := Load(nil, p, []string{a}, "", nil, c.all)
 		if err != nil || len(uses) != 1 || uses[0] != c.want {
@@ -143,6 +163,33 @@ func TestLoad(t *testing.T) {
 	}
 	if want := filepath.Join(b, strings.TrimSuffix(ixB.Episodes[0].File, filepath.Ext(ixB.Episodes[0].File))); eps[2].Name != want {
 		t.Errorf("an episode of several datasets is named %q, want %q", eps[2].Name, want)
+	}
+}
+
+// TestLoadRate: a dataset's rate is its episodes' (from the index, or
+// from the bag when the index does not say), and datasets or episodes
+// recorded at different rates are refused.
+func TestLoadRate(t *testing.T) {
+	p := smallPolicy(t)
+	root := t.TempDir()
+	slow, fast := filepath.Join(root, "slow"), filepath.Join(root, "fast")
+	recordPickAt(t, slow, 2, 0)
+	ixFast := recordPickAt(t, fast, 2, 100*time.Millisecond)
+	_, _, uses, err := Load(nil, p, []string{fast}, "", nil, true)
+	if err != nil || math.Abs(uses[0].Rate-10) > 1e-9 {
+		t.Fatalf("10 Hz dataset: uses %+v, %v", uses, err)
+	}
+	_, _, _, err = Load(nil, p, []string{slow, fast}, filepath.Join(root, "cache"), nil, true)
+	if err == nil || !strings.Contains(err.Error(), "recorded at 3 and 10 Hz") {
+		t.Errorf("3 and 10 Hz datasets together: %v", err)
+	}
+	ixFast.Episodes[0].Period = 0.2 // the index disagrees with its other episode's bag
+	if err := sim.WriteIndex(fast, ixFast); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = Load(nil, p, []string{fast}, "", nil, true)
+	if err == nil || !strings.Contains(err.Error(), "episodes recorded at 5 to 10 Hz") {
+		t.Errorf("episodes at 5 and 10 Hz: %v", err)
 	}
 }
 
