@@ -11,11 +11,12 @@ GO ?= go
 
 # Debian packages. The demo and the binary: OpenBLAS and OpenCV for cgo,
 # ROS 1 for the master. The tests and benchmarks add the message packages
-# rostopic needs in the integration tests, and PyTorch for the reference
-# TTM that the parity tests and make bench compare against.
+# rostopic needs in the integration tests, tf2's tools and Python bindings
+# (static_transform_publisher, rospy's broadcaster), and PyTorch for the
+# reference TTM that the parity tests and make bench compare against.
 DEMO_PACKAGES := gcc g++ pkg-config libopenblas-dev libopencv-dev libjpeg62-turbo-dev libpng-dev ros-core
 TEST_PACKAGES := $(DEMO_PACKAGES) python3-sensor-msgs python3-geometry-msgs python3-std-srvs python3-diagnostic-msgs \
-	python3-numpy python3-torch
+	tf2-tools python3-tf2-ros python3-tf2-msgs python3-numpy python3-torch
 
 # goroslib's checksums are in go.sum; the checksum database cannot serve them here.
 export GONOSUMDB := github.com/bluenviron

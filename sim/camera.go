@@ -24,9 +24,8 @@ func (c *camera) set(s *State, h, w int) {
 	c.fwd = Vec3{cp * cy, cp * sy, -sp}
 	c.right = Vec3{sy, -cy, 0}
 	c.down = Vec3{-sp * cy, -sp * sy, -cp}
-	c.f = float64(h) / 2 / math.Tan(cameraVFOV/2)
+	c.f, c.cx, c.cy = CameraIntrinsics(h, w)
 	c.w, c.h = float64(w), float64(h)
-	c.cx, c.cy = (c.w-1)/2, (c.h-1)/2
 }
 
 // toCam converts a world point to camera coordinates.

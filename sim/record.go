@@ -34,6 +34,11 @@ type Topics struct {
 	// Proprio: std_msgs/Float32MultiArray, the robot's proprioception
 	// (State.Proprio, action.ArmProprio's layout, labelled).
 	Proprio string
+	// What a ROS robot publishes of itself: TF and TFStatic
+	// (tf2_msgs/TFMessage, StaticTransforms and State.Transforms),
+	// JointStates (sensor_msgs/JointState, JointGripper) and CameraInfo
+	// (sensor_msgs/CameraInfo, the headcam's intrinsics).
+	TF, TFStatic, JointStates, CameraInfo string
 }
 
 // DefaultTopics returns the default topic names.
@@ -47,6 +52,10 @@ func DefaultTopics() Topics {
 		Info:        "episode/info",
 		Keypoints:   "episode/keypoints",
 		Proprio:     "proprio",
+		TF:          "/tf",
+		TFStatic:    "/tf_static",
+		JointStates: "joint_states",
+		CameraInfo:  "headcam/camera_info",
 	}
 }
 
@@ -65,7 +74,8 @@ func (t Topics) resolve(ns string) Topics {
 	}
 	return Topics{Image: fix(t.Image, d.Image), Compressed: fix(t.Compressed, d.Compressed), Instruction: fix(t.Instruction, d.Instruction),
 		Action: fix(t.Action, d.Action), EpisodeDone: fix(t.EpisodeDone, d.EpisodeDone), Info: fix(t.Info, d.Info),
-		Keypoints: fix(t.Keypoints, d.Keypoints), Proprio: fix(t.Proprio, d.Proprio)}
+		Keypoints: fix(t.Keypoints, d.Keypoints), Proprio: fix(t.Proprio, d.Proprio), TF: fix(t.TF, d.TF), TFStatic: fix(t.TFStatic, d.TFStatic),
+		JointStates: fix(t.JointStates, d.JointStates), CameraInfo: fix(t.CameraInfo, d.CameraInfo)}
 }
 
 // InfoVersion is the version of the EpisodeInfo JSON in the bags.
@@ -148,9 +158,6 @@ type RecordOptions struct {
 // ErrInterrupted reports a recording stopped by its context.
 var ErrInterrupted = errors.New("sim: recording interrupted")
 
-// The frame_id of the headcam images.
-const headcamFrame = "headcam"
-
 // actionLayout is the layout of the action topic: one dimension labelled
 // with the action space's names joined by ";" (node.ActionLabel).
 func actionLayout(space action.Space) rosbag.MultiArrayLayout {
@@ -168,7 +175,11 @@ func actionLayout(space action.Space) rosbag.MultiArrayLayout {
 // bag holds, on the topics of opts:
 //
 //	instruction   std_msgs/String at t0 (latched for rosbag play)
-//	image         sensor_msgs/Image rgb8 per step k, stamped (header and record) t0 + k·Period, frame_id "headcam", seq k
+//	tf_static     tf2_msgs/TFMessage at t0 (latched), stamped t0: StaticTransforms
+//	image         sensor_msgs/Image rgb8 per step k, stamped (header and record) t0 + k·Period, frame_id head_camera_optical_frame, seq k
+//	camera_info   sensor_msgs/CameraInfo per step k, stamped as the image: CameraIntrinsics
+//	tf            tf2_msgs/TFMessage per step k, stamped as the image: State.Transforms when frame k was taken
+//	joint_states  sensor_msgs/JointState per step k, stamped as the image: JointGripper at State.GripperPosition
 //	proprio       std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay/4: the robot's proprioception
 //	              when frame k was taken (State.Proprio)
 //	action        std_msgs/Float32MultiArray per step k, at t0 + k·Period + ActionDelay: the action computed from frame k
@@ -225,7 +236,10 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 		kp:      rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)},
 		proprio: rosbag.Float32MultiArray{Layout: proprioLayout, Data: make([]float32, ProprioLen)}}
 	h, wd := ep.ImageSize()
-	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: headcamFrame}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
+	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: FrameCameraOptical}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
+	rec.info = cameraInfo(h, wd)
+	rec.joints = rosbag.JointState{Name: []string{JointGripper}, Position: make([]float64, 1)}
+	rec.tf = rosbag.TFMessage{Transforms: make([]rosbag.TransformStamped, 2)}
 	res, err := rec.run(ep, t0)
 	if err == nil {
 		err = rec.finish(ep, res, opts, t0)
@@ -255,6 +269,10 @@ type bagRecorder struct {
 	kp     rosbag.Float32MultiArray
 	// proprio is the proprioception message.
 	proprio rosbag.Float32MultiArray
+	// What a robot publishes of itself with each frame.
+	info   rosbag.CameraInfo
+	joints rosbag.JointState
+	tf     rosbag.TFMessage
 
 	maxSteps     int
 	memoryLabels bool
@@ -270,6 +288,17 @@ func (r *bagRecorder) run(ep *Episode, t0 rosbag.Time) (Result, error) {
 		return Result{}, err
 	}
 	if err := r.w.Write(r.topics.Instruction, t0, &rosbag.String{Data: ep.Instruction()}); err != nil {
+		return Result{}, err
+	}
+	if _, err := r.w.AddConnection(latched(r.topics.TFStatic, rosbag.TFMessageType)); err != nil {
+		return Result{}, err
+	}
+	static := StaticTransforms()
+	var msg rosbag.TFMessage
+	for _, tr := range static {
+		msg.Transforms = append(msg.Transforms, bagTransform(tr, t0))
+	}
+	if err := r.w.Write(r.topics.TFStatic, t0, &msg); err != nil {
 		return Result{}, err
 	}
 	res, err := Run(ep, r, r.frame)
@@ -300,6 +329,21 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 	if err := r.w.Write(r.topics.Image, t, &r.img); err != nil {
 		return err
 	}
+	st := r.ep.State()
+	r.info.Header.Seq, r.info.Header.Stamp = uint32(k), t
+	r.joints.Header.Seq, r.joints.Header.Stamp = uint32(k), t
+	r.joints.Position[0] = st.GripperPosition()
+	for i, tr := range st.Transforms() {
+		r.tf.Transforms[i] = bagTransform(tr, t)
+	}
+	for _, m := range []struct {
+		topic string
+		msg   rosbag.Message
+	}{{r.topics.CameraInfo, &r.info}, {r.topics.TF, &r.tf}, {r.topics.JointStates, &r.joints}} {
+		if err := r.w.Write(m.topic, t, m.msg); err != nil {
+			return err
+		}
+	}
 	// Between the frame and its action, so that a reader meets them in
 	// that order whatever it does with equal times.
 	r.ep.State().Proprio(r.proprio.Data)
@@ -309,6 +353,22 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 	h, w := r.ep.ImageSize()
 	keypointLabels(r.kp.Data, r.ep.State(), h, w, r.memoryLabels)
 	return r.w.Write(r.topics.Keypoints, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.kp)
+}
+
+// bagTransform is tr stamped t.
+func bagTransform(tr Transform, t rosbag.Time) rosbag.TransformStamped {
+	p, q := tr.Translation, tr.Rotation
+	return rosbag.TransformStamped{Header: rosbag.Header{Stamp: t, FrameID: tr.Parent}, ChildFrameID: tr.Child,
+		Transform: rosbag.Transform{Translation: rosbag.Vector3{X: p[0], Y: p[1], Z: p[2]}, Rotation: rosbag.Quaternion{X: q[0], Y: q[1], Z: q[2], W: q[3]}}}
+}
+
+// cameraInfo is the headcam's camera_info for h x w images (unstamped):
+// plumb_bob without distortion, K from CameraIntrinsics, R = I, P = [K | 0].
+func cameraInfo(h, w int) rosbag.CameraInfo {
+	f, cx, cy := CameraIntrinsics(h, w)
+	return rosbag.CameraInfo{Header: rosbag.Header{FrameID: FrameCameraOptical}, Height: uint32(h), Width: uint32(w),
+		DistortionModel: "plumb_bob", D: make([]float64, 5),
+		K: [9]float64{f, 0, cx, 0, f, cy, 0, 0, 1}, R: [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, P: [12]float64{f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0}}
 }
 
 // keypointLayout labels the keypoints topic's values.

@@ -53,6 +53,18 @@ type RecordedEpisode struct {
 	// simulator's bags), "" when it has none or the bag has no
 	// proprioception; a replay republishes it with the readings.
 	ProprioLabel string
+	// TFStatic is the bag's first tf_static message, nil in a bag without
+	// one.
+	TFStatic *rosbag.TFMessage
+	// Robot are the bag's tf, joint_states and camera_info messages in
+	// record order, for a replay; nil in a bag without them.
+	Robot []RecordedMessage
+}
+
+// RecordedMessage is a message a robot publishes of itself, as recorded.
+type RecordedMessage struct {
+	Time time.Time      // record time
+	Msg  rosbag.Message // *rosbag.TFMessage (tf), *rosbag.JointState or *rosbag.CameraInfo
 }
 
 // CompressedDecoder decodes a sensor_msgs/CompressedImage into rgb8 pixels,
@@ -133,7 +145,8 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 		frames = append(frames, RecordedStep{Stamp: st, Image: rgb, Proprio: proprio})
 		return nil
 	}
-	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints, topics.Proprio}
+	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints, topics.Proprio,
+		topics.TF, topics.TFStatic, topics.JointStates, topics.CameraInfo}
 	if r.Count(topics.Image) > 0 { // a camera publishing both: the raw frames, not their compressed copies
 		topicList = slices.DeleteFunc(topicList, func(t string) bool { return t == topics.Compressed })
 	}
@@ -215,6 +228,28 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			if frame != nil {
 				frames[len(frames)-1].Proprio = proprio
 			}
+		case topics.TFStatic:
+			var m rosbag.TFMessage
+			if err := rec.Decode(&m); err != nil {
+				return nil, fmt.Errorf("%s: %w", topics.TFStatic, err)
+			}
+			if ep.TFStatic == nil {
+				ep.TFStatic = &m
+			}
+		case topics.TF, topics.JointStates, topics.CameraInfo:
+			var m rosbag.Message
+			switch rec.Conn.Topic {
+			case topics.TF:
+				m = &rosbag.TFMessage{}
+			case topics.JointStates:
+				m = &rosbag.JointState{}
+			default:
+				m = &rosbag.CameraInfo{}
+			}
+			if err := rec.Decode(m); err != nil {
+				return nil, fmt.Errorf("%s: %w", rec.Conn.Topic, err)
+			}
+			ep.Robot = append(ep.Robot, RecordedMessage{Time: recTime, Msg: m})
 		case topics.EpisodeDone:
 			if err := rec.Decode(&flag); err != nil {
 				return nil, err

@@ -29,6 +29,7 @@ type played struct {
 	actions   [][]float32
 	keypoints [][]float32 // each frame's KeypointLabels
 	proprio   [][]float32 // the proprioception each action was computed from
+	states    []*State    // the state each action was computed from
 }
 
 // noisyExpert is the expert of the recording tests: noise and pauses make
@@ -54,6 +55,7 @@ func play(t *testing.T, task string, seed uint64, h, w int) played {
 			t.Fatalf("step %d: proprioception %v, the state's hand and gripper %v", o.Step, o.Proprio, want)
 		}
 		p.proprio = append(p.proprio, append([]float32(nil), o.Proprio...))
+		p.states = append(p.states, o.State.Clone())
 		a, err := x.Act(o)
 		p.actions = append(p.actions, append([]float32(nil), a...))
 		return a, err
@@ -207,13 +209,16 @@ func TestEpisodeBagWithROSTools(t *testing.T) {
 	t.Run("info", func(t *testing.T) {
 		t.Parallel()
 		out := rosTool(t, "rosbag", "info", "--yaml", path)
-		if got := yamlField(t, out, "messages"); got != strconv.Itoa(4*res.Steps+3) {
-			t.Errorf("messages: %s, want %d", got, 4*res.Steps+3)
+		if got := yamlField(t, out, "messages"); got != strconv.Itoa(7*res.Steps+4) {
+			t.Errorf("messages: %s, want %d", got, 7*res.Steps+4)
 		}
 		for _, want := range []string{"topic: /headcam/image_raw\n      type: sensor_msgs/Image\n      messages: " + n,
 			"topic: /episode/keypoints\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /proprio\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /action\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
+			"topic: /tf\n      type: tf2_msgs/TFMessage\n      messages: " + n, "topic: /tf_static\n      type: tf2_msgs/TFMessage\n      messages: 1",
+			"topic: /joint_states\n      type: sensor_msgs/JointState\n      messages: " + n,
+			"topic: /headcam/camera_info\n      type: sensor_msgs/CameraInfo\n      messages: " + n,
 			"topic: /instruction\n      type: std_msgs/String\n      messages: 1", "topic: /episode_done\n      type: std_msgs/Bool\n      messages: 1",
 			"topic: /episode/info\n      type: std_msgs/String\n      messages: 1"} {
 			if !strings.Contains(out, want) {
@@ -289,12 +294,110 @@ func TestEpisodeBagWithROSTools(t *testing.T) {
 		}
 		img := rosTool(t, "rostopic", "echo", "-b", path, "-n", "1", "--noarr", "/headcam/image_raw")
 		for key, v := range map[string]string{"seq": "0", "secs": strconv.FormatInt(t0.Unix(), 10), "nsecs": strconv.Itoa(t0.Nanosecond()),
-			"frame_id": "headcam", "height": "32", "width": "40", "encoding": "rgb8", "step": "120"} {
+			"frame_id": "head_camera_optical_frame", "height": "32", "width": "40", "encoding": "rgb8", "step": "120"} {
 			if got := yamlField(t, img, key); got != v {
 				t.Errorf("image %s = %s, want %s", key, got, v)
 			}
 		}
 	})
+}
+
+// csvRows runs rostopic echo -b -p on a topic of a bag and returns its rows
+// as maps from column name to value.
+func csvRows(t *testing.T, path, topic string) []map[string]string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(rosTool(t, "rostopic", "echo", "-b", path, "-p", topic)), "\n")
+	cols := strings.Split(lines[0], ",")
+	var rows []map[string]string
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != len(cols) {
+			t.Fatalf("%s: row %q has %d fields, the header %d", topic, l, len(f), len(cols))
+		}
+		row := map[string]string{}
+		for i, c := range cols {
+			row[c] = f[i]
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// An episode bag holds what a ROS robot publishes of itself, as ROS's
+// tools decode it: per frame the tf of the base and the hand, the gripper's
+// joint and the camera's intrinsics, stamped as the frame, and the static
+// frames once.
+func TestEpisodeBagRobotTopics(t *testing.T) {
+	const h, w = 32, 40
+	want := play(t, "pick", 5, h, w)
+	path := filepath.Join(t.TempDir(), "pick.bag")
+	res := record(t, path, "pick", 5, h, w, RecordOptions{Start: t0})
+	num := func(row map[string]string, col string) float64 {
+		t.Helper()
+		v, err := strconv.ParseFloat(row[col], 64)
+		if err != nil {
+			t.Fatalf("column %s: %q: %v", col, row[col], err)
+		}
+		return v
+	}
+	near := func(what string, got, want float64) {
+		t.Helper()
+		if math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", what, got, want)
+		}
+	}
+	images := csvRows(t, path, "/headcam/image_raw")
+	tf, joints, infos := csvRows(t, path, "/tf"), csvRows(t, path, "/joint_states"), csvRows(t, path, "/headcam/camera_info")
+	if len(images) != res.Steps || len(tf) != res.Steps || len(joints) != res.Steps || len(infos) != res.Steps {
+		t.Fatalf("%d images, %d tf, %d joint_states, %d camera_info; want %d each", len(images), len(tf), len(joints), len(infos), res.Steps)
+	}
+	f, cx, cy := CameraIntrinsics(h, w)
+	for k, s := range want.states {
+		stamp := images[k]["field.header.stamp"]
+		for _, st := range []string{tf[k]["field.transforms0.header.stamp"], tf[k]["field.transforms1.header.stamp"],
+			joints[k]["field.header.stamp"], infos[k]["field.header.stamp"]} {
+			if st != stamp {
+				t.Fatalf("step %d: stamps %s, the image's %s", k, st, stamp)
+			}
+		}
+		r := tf[k]
+		if r["field.transforms0.header.frame_id"] != "odom" || r["field.transforms0.child_frame_id"] != "base_link" ||
+			r["field.transforms1.header.frame_id"] != "arm_mount" || r["field.transforms1.child_frame_id"] != "hand" {
+			t.Fatalf("step %d: tf frames %v", k, r)
+		}
+		near("base x", num(r, "field.transforms0.transform.translation.x"), s.Base.X)
+		near("base y", num(r, "field.transforms0.transform.translation.y"), s.Base.Y)
+		yaw := 2 * math.Atan2(num(r, "field.transforms0.transform.rotation.z"), num(r, "field.transforms0.transform.rotation.w"))
+		near("base yaw", math.Remainder(yaw-s.Base.Yaw, 2*math.Pi), 0)
+		for i, c := range []string{"x", "y", "z"} {
+			near("hand "+c, num(r, "field.transforms1.transform.translation."+c)+ArmMount[i], s.EE[i])
+		}
+		if joints[k]["field.name0"] != "gripper_finger_joint" {
+			t.Fatalf("joint names %v", joints[k])
+		}
+		near("grip", (num(joints[k], "field.position0")-GripperOpenPosition)/(GripperClosedPosition-GripperOpenPosition), s.Grip)
+		ci := infos[k]
+		if ci["field.header.frame_id"] != "head_camera_optical_frame" || ci["field.distortion_model"] != "plumb_bob" || ci["field.height"] != "32" || ci["field.width"] != "40" {
+			t.Fatalf("camera_info %v", ci)
+		}
+		for i, v := range []float64{f, 0, cx, 0, f, cy, 0, 0, 1} {
+			near(fmt.Sprintf("K%d", i), num(ci, fmt.Sprintf("field.K%d", i)), v)
+			near(fmt.Sprintf("P%d", i), num(ci, fmt.Sprintf("field.P%d", i+i/3)), v)
+		}
+	}
+	static := csvRows(t, path, "/tf_static")
+	if len(static) != 1 || static[0]["field.transforms1.child_frame_id"] != "head_camera_link" ||
+		static[0]["field.transforms2.child_frame_id"] != "head_camera_optical_frame" {
+		t.Fatalf("tf_static %v", static)
+	}
+	// An old reader's view is unchanged; the replay's view has it all.
+	ep, err := ReadEpisode(path, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.TFStatic == nil || len(ep.TFStatic.Transforms) != 3 || len(ep.Robot) != 3*res.Steps {
+		t.Fatalf("read back: tf_static %v, %d robot messages", ep.TFStatic, len(ep.Robot))
+	}
 }
 
 // An interrupted recording leaves nothing under the bag's name, nor an

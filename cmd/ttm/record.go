@@ -50,7 +50,7 @@ func runRecord(env *environment, args []string) error {
 	noMemory := fl.Bool("no-memory", false, "policy: zero the TTM memory before every step")
 	label := fl.String("label", "", "record this `label` in place of the executed actions; only \"expert\" (the noise-free expert's action on each state visited: DAgger with --policy, DART with --experts)")
 	beta := fl.Float64("beta", 0, "with --label: probability in [0, 1] that a step executes the expert's action instead of the policy's")
-	live := fl.Bool("ros", false, "record the live topics of a running node (image, proprio, instruction, action, episode_done) to --out FILE.bag")
+	live := fl.Bool("ros", false, "record the live topics of a running node (image, camera_info, proprio, tf, tf_static, joint_states, instruction, action, episode_done) to --out FILE.bag")
 	duration := fl.Duration("duration", 0, "--ros: stop after this long (0: at SIGINT)")
 	out := fl.String("out", "", "dataset `folder` (or with --ros the bag file)")
 	tasks := fl.String("tasks", "all", "tasks: all, families, memory, or names separated by commas")

@@ -49,7 +49,7 @@ func runReplay(env *environment, args []string) error {
 	ns := fl.String("ns", "", "namespace of the bag's topics (a bag rosbag recorded from a node in a namespace)")
 	imageTopic := fl.String("image-topic", "", "the camera topic in the bag (default headcam/image_raw in --ns)")
 	instruction := fl.String("instruction", "", "use this instruction instead of the bag's")
-	live := fl.Bool("ros", false, "republish the episode's frames, proprioception and instruction to a live node at the recorded rate")
+	live := fl.Bool("ros", false, "republish the episode's frames, camera_info, proprioception, tf, joint_states and instruction to a live node at the recorded rate")
 	speed := fl.Float64("speed", 1, "--ros: multiple of the recorded rate")
 	// The bag may come before, between or after the flags.
 	var positional []string
@@ -261,10 +261,12 @@ func printReplay(env *environment, rep *replayReport) error {
 }
 
 // replayLive republishes the episode's frames to a running node, each
-// after the proprioception recorded with it, if any.
+// after the proprioception, tf, joint_states and camera_info recorded with
+// it, if any.
 func replayLive(ctx context.Context, env *environment, rosArgs *ros.Args, ep *sim.RecordedEpisode, speed float64) error {
+	static, robot := simnode.ReplayRobot(ep)
 	stats, err := ros.Replay(ctx, ros.ReplayConfig{Args: rosArgs, Instruction: ep.Info.Instruction, Frames: simnode.ReplayFrames(ep), ProprioLabel: ep.ProprioLabel,
-		Speed: speed, Log: env.log})
+		TFStatic: static, Robot: robot, Speed: speed, Log: env.log})
 	if err != nil {
 		return err
 	}

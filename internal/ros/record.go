@@ -9,15 +9,18 @@ import (
 
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
 
 // RecordTopics are the topics Record takes by default: what an episode bag
-// holds (the camera, raw and compressed, the robot's proprioception, the
-// instruction, and the node's action and episode_done).
-var RecordTopics = []string{TopicImage, TopicCompressed, TopicProprio, TopicInstruction, TopicAction, TopicEpisodeDone}
+// holds (the camera, raw and compressed, with its camera_info, what the
+// robot senses of itself: proprioception, tf, tf_static and joint_states,
+// the instruction, and the node's action and episode_done).
+var RecordTopics = []string{TopicImage, TopicCompressed, TopicCameraInfo, TopicProprio, TopicTF, TopicTFStatic, TopicJointStates,
+	TopicInstruction, TopicAction, TopicEpisodeDone}
 
 // RecordConfig configures Record.
 type RecordConfig struct {
@@ -58,7 +61,8 @@ type recordMsg struct {
 // like `rosbag record`: each message stamped with its arrival time (wall
 // clock), with the exact ROS message definitions, so rosbag play and
 // rostopic echo -b read it and sim.ReadEpisode / ttm replay replay it. The
-// instruction's connection is marked latching, so rosbag play latches it.
+// instruction's and tf_static's connections are marked latching, so
+// rosbag play latches them.
 // The bag is written atomically (rosbag.Create): it appears at Out when
 // Record returns after ctx ends or Duration passes, or on an error; a
 // crash leaves only Out.active.
@@ -99,8 +103,11 @@ func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 	if err != nil {
 		return stats, err
 	}
-	if name, ok := names[TopicInstruction]; ok {
-		mt := rosbag.StringType
+	for def, mt := range map[string]rosbag.MessageType{TopicInstruction: rosbag.StringType, TopicTFStatic: rosbag.TFMessageType} {
+		name, ok := names[def]
+		if !ok {
+			continue
+		}
 		if _, err := w.AddConnection(rosbag.Connection{Topic: name, Type: mt.Name, MD5Sum: mt.MD5Sum, MessageDefinition: mt.Definition, Latching: true}); err != nil {
 			w.Abort()
 			return stats, err
@@ -136,6 +143,19 @@ func Record(ctx context.Context, conf RecordConfig) (RecordStats, error) {
 				cb = func(m *std_msgs.Float32MultiArray) { put(name, bagArray(m)) }
 			case TopicEpisodeDone:
 				cb = func(m *std_msgs.Bool) { put(name, &rosbag.Bool{Data: m.Data}) }
+			case TopicTF, TopicTFStatic:
+				cb = func(m *tf2_msgs.TFMessage) { put(name, bagTF(m)) }
+			case TopicJointStates:
+				cb = func(m *sensor_msgs.JointState) {
+					put(name, &rosbag.JointState{Header: bagHeader(m.Header), Name: m.Name, Position: m.Position, Velocity: m.Velocity, Effort: m.Effort})
+				}
+			case TopicCameraInfo:
+				cb = func(m *sensor_msgs.CameraInfo) {
+					r := m.Roi
+					put(name, &rosbag.CameraInfo{Header: bagHeader(m.Header), Height: m.Height, Width: m.Width, DistortionModel: m.DistortionModel,
+						D: m.D, K: m.K, R: m.R, P: m.P, BinningX: m.BinningX, BinningY: m.BinningY,
+						ROI: rosbag.RegionOfInterest{XOffset: r.XOffset, YOffset: r.YOffset, Height: r.Height, Width: r.Width, DoRectify: r.DoRectify}})
+				}
 			}
 			s, err := NewSubscriber(SubscriberConf{Node: n, Topic: name, Callback: cb})
 			if err != nil {
@@ -228,6 +248,17 @@ func bagArray(m *std_msgs.Float32MultiArray) *rosbag.Float32MultiArray {
 		a.Layout.Dim = append(a.Layout.Dim, rosbag.MultiArrayDimension{Label: d.Label, Size: d.Size, Stride: d.Stride})
 	}
 	return a
+}
+
+// bagTF converts a goroslib TFMessage.
+func bagTF(m *tf2_msgs.TFMessage) *rosbag.TFMessage {
+	out := &rosbag.TFMessage{Transforms: make([]rosbag.TransformStamped, len(m.Transforms))}
+	for i, t := range m.Transforms {
+		p, q := t.Transform.Translation, t.Transform.Rotation
+		out.Transforms[i] = rosbag.TransformStamped{Header: bagHeader(t.Header), ChildFrameID: t.ChildFrameId,
+			Transform: rosbag.Transform{Translation: rosbag.Vector3{X: p.X, Y: p.Y, Z: p.Z}, Rotation: rosbag.Quaternion{X: q.X, Y: q.Y, Z: q.Z, W: q.W}}}
+	}
+	return out
 }
 
 // bagHeader converts a goroslib header; stamps out of ROS range become zero.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/rosbag"
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
 
@@ -53,6 +54,12 @@ func TestRecordReplayRejectConfig(t *testing.T) {
 		{"proprio length", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{frame,
 			{Height: 2, Width: 2, RGB: make([]byte, 12), Proprio: make([]float32, 4)}, {Height: 2, Width: 2, RGB: make([]byte, 12), Proprio: make([]float32, 3)}}},
 			"frame 2: proprioception of 3 values, the frames before had 4"},
+		{"robot without a stamp", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{frame}, Robot: []ReplayMessage{{Msg: &rosbag.JointState{}}}},
+			"need the first frame's recorded stamp"},
+		{"robot message type", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{{Height: 2, Width: 2, RGB: make([]byte, 12), Stamp: time.Unix(1, 0)}},
+			Robot: []ReplayMessage{{Msg: &rosbag.String{}}}}, "robot message 0 is a *rosbag.String"},
+		{"robot order", ReplayConfig{Args: args, Instruction: "x", Frames: []ReplayFrame{{Height: 2, Width: 2, RGB: make([]byte, 12), Stamp: time.Unix(1, 0)}},
+			Robot: []ReplayMessage{{At: time.Second, Msg: &rosbag.TFMessage{}}, {Msg: &rosbag.CameraInfo{}}}}, "robot message 1 at 0s comes before"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := Replay(ctx, tc.conf); err == nil || !strings.Contains(err.Error(), tc.want) {

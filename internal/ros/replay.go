@@ -8,10 +8,30 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/geometry_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/ttmrobot/ttm/internal/rosbag"
 )
+
+// rosHeader converts a recorded header, its stamp mapped by restamp.
+func rosHeader(h rosbag.Header, restamp func(time.Time) time.Time) std_msgs.Header {
+	return std_msgs.Header{Seq: h.Seq, Stamp: restamp(h.Stamp.Time()), FrameId: h.FrameID}
+}
+
+// rosTF converts a recorded TFMessage, its stamps mapped by restamp.
+func rosTF(m *rosbag.TFMessage, restamp func(time.Time) time.Time) *tf2_msgs.TFMessage {
+	out := &tf2_msgs.TFMessage{Transforms: make([]geometry_msgs.TransformStamped, len(m.Transforms))}
+	for i, t := range m.Transforms {
+		p, q := t.Transform.Translation, t.Transform.Rotation
+		out.Transforms[i] = geometry_msgs.TransformStamped{Header: rosHeader(t.Header, restamp), ChildFrameId: t.ChildFrameID,
+			Transform: geometry_msgs.Transform{Translation: geometry_msgs.Vector3{X: p.X, Y: p.Y, Z: p.Z}, Rotation: geometry_msgs.Quaternion{X: q.X, Y: q.Y, Z: q.Z, W: q.W}}}
+	}
+	return out
+}
 
 // ReplayFrame is one frame of a recorded episode to republish.
 type ReplayFrame struct {
@@ -22,6 +42,19 @@ type ReplayFrame struct {
 	// Proprio is the robot's proprioception when the frame was taken,
 	// published on TopicProprio just before the frame; nil: none.
 	Proprio []float32
+	// Stamp is the frame's recorded header stamp; the first frame's maps
+	// the recorded stamps of ReplayConfig.Robot to the replay's.
+	Stamp time.Time
+}
+
+// ReplayMessage is a message the robot published of itself, recorded with
+// the episode.
+type ReplayMessage struct {
+	// At is its record time from the first frame's stamp.
+	At time.Duration
+	// Msg is a *rosbag.TFMessage (TopicTF), *rosbag.JointState
+	// (TopicJointStates) or *rosbag.CameraInfo (TopicCameraInfo).
+	Msg rosbag.Message
 }
 
 // ReplayConfig configures Replay.
@@ -35,6 +68,13 @@ type ReplayConfig struct {
 	// as recorded: "hand_x;hand_y;hand_z;gripper" for action.ArmProprio);
 	// "" sends it unlabelled.
 	ProprioLabel string
+	// TFStatic, if not nil, goes out latched on TopicTFStatic.
+	TFStatic *rosbag.TFMessage
+	// Robot are the episode's tf, joint_states and camera_info messages,
+	// sorted by At; each goes out at its time, restamped as the frames are
+	// (a message stamped as a recorded frame gets that frame's new stamp),
+	// before a frame due at the same time.
+	Robot []ReplayMessage
 	// Speed multiplies the recorded rate; it defaults to 1.
 	Speed float64
 	// Wait is how long to wait for a subscriber on the image topic before
@@ -53,9 +93,11 @@ type ReplayStats struct {
 // Replay republishes a recorded episode to a live node at its recorded
 // rate: the instruction (latched) on TopicInstruction, then each frame as
 // an rgb8 sensor_msgs/Image on TopicImage at its time, stamped with the
-// wall clock when it is sent, so the node's max_image_age accepts it (for
-// a node on /use_sim_time, play the bag with `rosbag play --clock`
-// instead). A frame's proprioception, if any, goes out on TopicProprio
+// wall clock time it is due (start + At/Speed), so the node's
+// max_image_age accepts it (for a node on /use_sim_time, play the bag with
+// `rosbag play --clock` instead). The robot's static frames go out
+// latched on TopicTFStatic, its tf, joint_states and camera_info at their
+// times, restamped on the same clock. A frame's proprioception, if any, goes out on TopicProprio
 // (latched, as `ttm sim --ros` sends it) just before the frame, so a
 // policy that reads it has the reading when the frame arrives. It waits
 // up to conf.Wait for the node to subscribe to the image topic, and counts
@@ -91,7 +133,20 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		}
 	}
 	names := map[string]string{}
-	for _, t := range []string{TopicImage, TopicProprio, TopicInstruction, TopicAction} {
+	if len(conf.Robot) > 0 && conf.Frames[0].Stamp.IsZero() {
+		return stats, errors.New("ros: replay: robot messages need the first frame's recorded stamp")
+	}
+	for i, m := range conf.Robot {
+		switch m.Msg.(type) {
+		case *rosbag.TFMessage, *rosbag.JointState, *rosbag.CameraInfo:
+		default:
+			return stats, fmt.Errorf("ros: replay: robot message %d is a %T, want a TFMessage, JointState or CameraInfo", i, m.Msg)
+		}
+		if i > 0 && m.At < conf.Robot[i-1].At {
+			return stats, fmt.Errorf("ros: replay: robot message %d at %v comes before the one before it", i, m.At)
+		}
+	}
+	for _, t := range []string{TopicImage, TopicProprio, TopicInstruction, TopicAction, TopicTF, TopicTFStatic, TopicJointStates, TopicCameraInfo} {
 		r, err := conf.Args.Resolve(t)
 		if err != nil {
 			return stats, fmt.Errorf("ros: replay: resolve %s: %w", t, err)
@@ -99,9 +154,21 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		names[t] = r
 	}
 
+	hasRobot := map[string]bool{TopicTFStatic: conf.TFStatic != nil}
+	for _, m := range conf.Robot {
+		switch m.Msg.(type) {
+		case *rosbag.TFMessage:
+			hasRobot[TopicTF] = true
+		case *rosbag.JointState:
+			hasRobot[TopicJointStates] = true
+		case *rosbag.CameraInfo:
+			hasRobot[TopicCameraInfo] = true
+		}
+	}
 	var (
-		mu                  sync.Mutex // mu guards img, proprio, instr, node
+		mu                  sync.Mutex // mu guards img, proprio, instr, robot, node
 		img, proprio, instr *Publisher
+		robot               map[string]*Publisher // TopicTF, TopicTFStatic, ... -> publisher, those the episode has
 		node                *Node
 		actions             atomic.Int64
 		sub                 *Subscriber
@@ -124,6 +191,23 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 			return err
 		}
 		instr.Write(&std_msgs.String{Data: conf.Instruction})
+		robot = map[string]*Publisher{}
+		for _, rt := range []struct {
+			topic string
+			msg   any
+			latch bool
+		}{{TopicTFStatic, &tf2_msgs.TFMessage{}, true}, {TopicTF, &tf2_msgs.TFMessage{}, false},
+			{TopicJointStates, &sensor_msgs.JointState{}, false}, {TopicCameraInfo, &sensor_msgs.CameraInfo{}, false}} {
+			if !hasRobot[rt.topic] {
+				continue
+			}
+			if robot[rt.topic], err = NewPublisher(PublisherConf{Node: n, Topic: names[rt.topic], Msg: rt.msg, Latch: rt.latch}); err != nil {
+				return err
+			}
+		}
+		if conf.TFStatic != nil {
+			robot[TopicTFStatic].Write(rosTF(conf.TFStatic, func(t time.Time) time.Time { return t }))
+		}
 		if sub, err = NewSubscriber(SubscriberConf{Node: n, Topic: names[TopicAction],
 			Callback: func(*std_msgs.Float32MultiArray) { actions.Add(1) }}); err != nil {
 			return err
@@ -140,10 +224,13 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 				p.Close()
 			}
 		}
+		for _, p := range robot {
+			p.Close()
+		}
 		if sub != nil {
 			sub.Close()
 		}
-		img, proprio, instr, sub, node = nil, nil, nil, nil, nil
+		img, proprio, instr, robot, sub, node = nil, nil, nil, nil, nil, nil
 	}
 	sup, err := NewSupervisor(ctx, SupervisorConf{Args: conf.Args, Setup: setup, Teardown: teardown, Logger: conf.Log.Named("supervisor")})
 	if err != nil {
@@ -185,15 +272,54 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 
 	start := time.Now()
 	before := actions.Load()
-	for i, f := range conf.Frames {
-		due := start.Add(time.Duration(float64(f.At) / conf.Speed))
+	dueAt := func(at time.Duration) time.Time { return start.Add(time.Duration(float64(at) / conf.Speed)) }
+	// restamp maps a recorded stamp to the replay's clock, as the frames'.
+	t0 := conf.Frames[0].Stamp
+	restamp := func(t time.Time) time.Time { return dueAt(t.Sub(t0)) }
+	wait := func(due time.Time) error {
 		if d := time.Until(due); d > 0 {
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
 				stats.Actions = int(actions.Load() - before)
-				return stats, ctx.Err()
+				return ctx.Err()
 			}
+		}
+		return nil
+	}
+	next := 0 // the next robot message
+	sendRobot := func(until time.Duration, all bool) error {
+		for ; next < len(conf.Robot) && (all || conf.Robot[next].At <= until); next++ {
+			m := conf.Robot[next]
+			if err := wait(dueAt(m.At)); err != nil {
+				return err
+			}
+			mu.Lock()
+			if robot != nil {
+				switch m := m.Msg.(type) {
+				case *rosbag.TFMessage:
+					robot[TopicTF].Write(rosTF(m, restamp))
+				case *rosbag.JointState:
+					robot[TopicJointStates].Write(&sensor_msgs.JointState{Header: rosHeader(m.Header, restamp), Name: m.Name, Position: m.Position,
+						Velocity: m.Velocity, Effort: m.Effort})
+				case *rosbag.CameraInfo:
+					r := m.ROI
+					robot[TopicCameraInfo].Write(&sensor_msgs.CameraInfo{Header: rosHeader(m.Header, restamp), Height: m.Height, Width: m.Width,
+						DistortionModel: m.DistortionModel, D: m.D, K: m.K, R: m.R, P: m.P, BinningX: m.BinningX, BinningY: m.BinningY,
+						Roi: sensor_msgs.RegionOfInterest{XOffset: r.XOffset, YOffset: r.YOffset, Height: r.Height, Width: r.Width, DoRectify: r.DoRectify}})
+				}
+			}
+			mu.Unlock()
+		}
+		return nil
+	}
+	for i, f := range conf.Frames {
+		if err := sendRobot(f.At, false); err != nil {
+			return stats, err
+		}
+		due := dueAt(f.At)
+		if err := wait(due); err != nil {
+			return stats, err
 		}
 		var period time.Duration
 		if i+1 < len(conf.Frames) {
@@ -207,11 +333,14 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 			if proprio != nil && f.Proprio != nil {
 				proprio.Write(&std_msgs.Float32MultiArray{Layout: proprioLayout, Data: f.Proprio})
 			}
-			img.Write(&sensor_msgs.Image{Header: std_msgs.Header{Seq: uint32(i), Stamp: time.Now(), FrameId: "headcam"},
+			img.Write(&sensor_msgs.Image{Header: std_msgs.Header{Seq: uint32(i), Stamp: due, FrameId: FrameCameraOptical},
 				Height: uint32(f.Height), Width: uint32(f.Width), Encoding: "rgb8", Step: uint32(3 * f.Width), Data: f.RGB})
 			stats.Frames++
 		}
 		mu.Unlock()
+	}
+	if err := sendRobot(0, true); err != nil {
+		return stats, err
 	}
 	time.Sleep(200 * time.Millisecond) // the node's action for the last frame
 	stats.Actions = int(actions.Load() - before)

@@ -27,6 +27,9 @@ var (
 	_ Message = (*String)(nil)
 	_ Message = (*Bool)(nil)
 	_ Message = (*Float32MultiArray)(nil)
+	_ Message = (*TFMessage)(nil)
+	_ Message = (*JointState)(nil)
+	_ Message = (*CameraInfo)(nil)
 )
 
 // Header is std_msgs/Header.
@@ -188,5 +191,170 @@ func (m *Float32MultiArray) UnmarshalROS(b []byte) error {
 	for range n {
 		m.Data = append(m.Data, math.Float32frombits(d.u32("data")))
 	}
+	return d.end()
+}
+
+// Vector3 is geometry_msgs/Vector3.
+type Vector3 struct{ X, Y, Z float64 }
+
+// Quaternion is geometry_msgs/Quaternion.
+type Quaternion struct{ X, Y, Z, W float64 }
+
+// Transform is geometry_msgs/Transform.
+type Transform struct {
+	Translation Vector3
+	Rotation    Quaternion
+}
+
+// TransformStamped is geometry_msgs/TransformStamped: the pose of frame
+// ChildFrameID in frame Header.FrameID.
+type TransformStamped struct {
+	Header       Header
+	ChildFrameID string
+	Transform    Transform
+}
+
+func (m *TransformStamped) marshal(b []byte) []byte {
+	b = putString(m.Header.MarshalROS(b), m.ChildFrameID)
+	t := &m.Transform
+	for _, v := range [7]float64{t.Translation.X, t.Translation.Y, t.Translation.Z, t.Rotation.X, t.Rotation.Y, t.Rotation.Z, t.Rotation.W} {
+		b = putF64(b, v)
+	}
+	return b
+}
+
+func (m *TransformStamped) decode(d *decoder) {
+	m.Header.decode(d)
+	m.ChildFrameID = d.string("child_frame_id")
+	t := &m.Transform
+	t.Translation = Vector3{d.f64("translation.x"), d.f64("translation.y"), d.f64("translation.z")}
+	t.Rotation = Quaternion{d.f64("rotation.x"), d.f64("rotation.y"), d.f64("rotation.z"), d.f64("rotation.w")}
+}
+
+// TFMessage is tf2_msgs/TFMessage, the message of /tf and /tf_static.
+type TFMessage struct {
+	Transforms []TransformStamped
+}
+
+func (*TFMessage) MessageType() MessageType { return TFMessageType }
+
+func (m *TFMessage) MarshalROS(b []byte) []byte {
+	b = putU32(b, uint32(len(m.Transforms)))
+	for i := range m.Transforms {
+		b = m.Transforms[i].marshal(b)
+	}
+	return b
+}
+
+func (m *TFMessage) UnmarshalROS(b []byte) error {
+	d := decoder{b: b, ctx: TFMessageType.Name}
+	n := d.count("transforms", 12+4+7*8) // header, child_frame_id, transform: at least 72 bytes
+	m.Transforms = m.Transforms[:0]
+	for range n {
+		var t TransformStamped
+		t.decode(&d)
+		m.Transforms = append(m.Transforms, t)
+	}
+	return d.end()
+}
+
+// JointState is sensor_msgs/JointState.
+type JointState struct {
+	Header   Header
+	Name     []string
+	Position []float64
+	Velocity []float64
+	Effort   []float64
+}
+
+func (*JointState) MessageType() MessageType { return JointStateType }
+
+func (m *JointState) MarshalROS(b []byte) []byte {
+	b = m.Header.MarshalROS(b)
+	b = putU32(b, uint32(len(m.Name)))
+	for _, s := range m.Name {
+		b = putString(b, s)
+	}
+	for _, v := range [][]float64{m.Position, m.Velocity, m.Effort} {
+		b = putF64s(b, v)
+	}
+	return b
+}
+
+func (m *JointState) UnmarshalROS(b []byte) error {
+	d := decoder{b: b, ctx: JointStateType.Name}
+	m.Header.decode(&d)
+	n := d.count("name", 4)
+	m.Name = m.Name[:0]
+	for range n {
+		m.Name = append(m.Name, d.string("name"))
+	}
+	m.Position = d.f64s("position", m.Position[:0])
+	m.Velocity = d.f64s("velocity", m.Velocity[:0])
+	m.Effort = d.f64s("effort", m.Effort[:0])
+	return d.end()
+}
+
+// RegionOfInterest is sensor_msgs/RegionOfInterest.
+type RegionOfInterest struct {
+	XOffset, YOffset, Height, Width uint32
+	DoRectify                       bool
+}
+
+// CameraInfo is sensor_msgs/CameraInfo. K, R (3x3) and P (3x4) are
+// row-major.
+type CameraInfo struct {
+	Header          Header
+	Height, Width   uint32
+	DistortionModel string
+	D               []float64
+	K               [9]float64
+	R               [9]float64
+	P               [12]float64
+	BinningX        uint32
+	BinningY        uint32
+	ROI             RegionOfInterest
+}
+
+func (*CameraInfo) MessageType() MessageType { return CameraInfoType }
+
+func (m *CameraInfo) MarshalROS(b []byte) []byte {
+	b = m.Header.MarshalROS(b)
+	b = putU32(putU32(b, m.Height), m.Width)
+	b = putF64s(putString(b, m.DistortionModel), m.D)
+	for _, a := range [][]float64{m.K[:], m.R[:], m.P[:]} {
+		for _, v := range a {
+			b = putF64(b, v)
+		}
+	}
+	b = putU32(putU32(b, m.BinningX), m.BinningY)
+	r := &m.ROI
+	b = putU32(putU32(putU32(putU32(b, r.XOffset), r.YOffset), r.Height), r.Width)
+	var rect uint8
+	if r.DoRectify {
+		rect = 1
+	}
+	return putU8(b, rect)
+}
+
+func (m *CameraInfo) UnmarshalROS(b []byte) error {
+	d := decoder{b: b, ctx: CameraInfoType.Name}
+	m.Header.decode(&d)
+	m.Height = d.u32("height")
+	m.Width = d.u32("width")
+	m.DistortionModel = d.string("distortion_model")
+	m.D = d.f64s("D", m.D[:0])
+	for _, f := range []struct {
+		name string
+		a    []float64
+	}{{"K", m.K[:]}, {"R", m.R[:]}, {"P", m.P[:]}} {
+		for i := range f.a {
+			f.a[i] = d.f64(f.name)
+		}
+	}
+	m.BinningX = d.u32("binning_x")
+	m.BinningY = d.u32("binning_y")
+	m.ROI = RegionOfInterest{XOffset: d.u32("roi.x_offset"), YOffset: d.u32("roi.y_offset"), Height: d.u32("roi.height"), Width: d.u32("roi.width"),
+		DoRectify: d.u8("roi.do_rectify") != 0}
 	return d.end()
 }

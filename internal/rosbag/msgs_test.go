@@ -13,7 +13,8 @@ import (
 	"time"
 )
 
-var allTypes = []MessageType{HeaderType, ImageType, CompressedImageType, StringType, BoolType, Float32MultiArrayType}
+var allTypes = []MessageType{HeaderType, ImageType, CompressedImageType, StringType, BoolType, Float32MultiArrayType,
+	TFMessageType, JointStateType, CameraInfoType}
 
 // sampleMessages has one message of each type with every field set.
 func sampleMessages() []Message {
@@ -26,7 +27,26 @@ func sampleMessages() []Message {
 		&Bool{Data: true},
 		&Float32MultiArray{Layout: MultiArrayLayout{Dim: []MultiArrayDimension{{Label: "mode;world_vector/x", Size: 2, Stride: 2}}, DataOffset: 0},
 			Data: []float32{1, -0.25}},
+		sampleTF(hdr),
+		&JointState{Header: hdr, Name: []string{"gripper_finger_joint", "wrist"}, Position: []float64{0.04, -1.5}, Velocity: []float64{0.25}, Effort: []float64{1, 2}},
+		sampleCameraInfo(hdr),
 	}
+}
+
+func sampleTF(h Header) *TFMessage {
+	h2 := h
+	h2.FrameID = "base_link"
+	return &TFMessage{Transforms: []TransformStamped{
+		{Header: h, ChildFrameID: "base_link", Transform: Transform{Translation: Vector3{1, -2, 0.5}, Rotation: Quaternion{0, 0, 0.6, 0.8}}},
+		{Header: h2, ChildFrameID: "hand", Transform: Transform{Translation: Vector3{0.25, 0.125, -0.5}, Rotation: Quaternion{-0.5, 0.5, -0.5, 0.5}}},
+	}}
+}
+
+func sampleCameraInfo(h Header) *CameraInfo {
+	return &CameraInfo{Header: h, Height: 256, Width: 320, DistortionModel: "plumb_bob", D: []float64{0.5, 0, 0, 0, -0.25},
+		K: [9]float64{250, 0, 159.5, 0, 250, 127.5, 0, 0, 1}, R: [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1},
+		P: [12]float64{250, 0, 159.5, 0, 0, 250, 127.5, 0, 0, 0, 1, 0}, BinningX: 2, BinningY: 3,
+		ROI: RegionOfInterest{XOffset: 1, YOffset: 2, Height: 3, Width: 4, DoRectify: true}}
 }
 
 // The wire bytes of small messages, written out by hand from the ROS 1

@@ -31,8 +31,12 @@ func toolSample(t *testing.T, path string) []Message {
 			Data: []float32{1, -0.5, 0.25}},
 		&Bool{Data: true},
 		&Header{Seq: 9, Stamp: Time{Sec: 1, Nsec: 2}, FrameID: "map"},
+		sampleTF(Header{Stamp: base, FrameID: "odom"}),
+		&JointState{Header: Header{Seq: 5, Stamp: base}, Name: []string{"gripper_finger_joint"}, Position: []float64{0.01}},
+		sampleCameraInfo(Header{Seq: 3, Stamp: base, FrameID: "head_camera_optical_frame"}),
 	}
-	topics := []string{"/instruction", "/headcam/image_raw", "/headcam/image_raw/compressed", "/action", "/episode_done", "/header"}
+	topics := []string{"/instruction", "/headcam/image_raw", "/headcam/image_raw/compressed", "/action", "/episode_done", "/header",
+		"/tf", "/joint_states", "/headcam/camera_info"}
 	for i, m := range msgs {
 		if err := w.Write(topics[i], Time{Sec: base.Sec, Nsec: base.Nsec + uint32(i)}, m); err != nil {
 			t.Fatal(err)
@@ -108,6 +112,21 @@ func goFields(t *testing.T, m Message) map[string]any {
 			dims = append(dims, map[string]any{"label": d.Label, "size": d.Size, "stride": d.Stride})
 		}
 		v = map[string]any{"layout": map[string]any{"dim": dims, "data_offset": m.Layout.DataOffset}, "data": m.Data}
+	case *TFMessage:
+		ts := []any{}
+		for _, x := range m.Transforms {
+			tr, r := x.Transform.Translation, x.Transform.Rotation
+			ts = append(ts, map[string]any{"header": hdr(&x.Header), "child_frame_id": x.ChildFrameID, "transform": map[string]any{
+				"translation": map[string]any{"x": tr.X, "y": tr.Y, "z": tr.Z}, "rotation": map[string]any{"x": r.X, "y": r.Y, "z": r.Z, "w": r.W}}})
+		}
+		v = map[string]any{"transforms": ts}
+	case *JointState:
+		v = map[string]any{"header": hdr(&m.Header), "name": m.Name, "position": floats(m.Position), "velocity": floats(m.Velocity), "effort": floats(m.Effort)}
+	case *CameraInfo:
+		r := m.ROI
+		v = map[string]any{"header": hdr(&m.Header), "height": m.Height, "width": m.Width, "distortion_model": m.DistortionModel,
+			"D": floats(m.D), "K": m.K, "R": m.R, "P": m.P, "binning_x": m.BinningX, "binning_y": m.BinningY,
+			"roi": map[string]any{"x_offset": r.XOffset, "y_offset": r.YOffset, "height": r.Height, "width": r.Width, "do_rectify": r.DoRectify}}
 	default:
 		t.Fatalf("no rendering of %T", m)
 	}
@@ -119,6 +138,14 @@ func goFields(t *testing.T, m Message) map[string]any {
 
 func hdr(h *Header) map[string]any {
 	return map[string]any{"seq": h.Seq, "stamp": map[string]uint32{"secs": h.Stamp.Sec, "nsecs": h.Stamp.Nsec}, "frame_id": h.FrameID}
+}
+
+// floats renders a nil slice as python's empty list.
+func floats(x []float64) []float64 {
+	if x == nil {
+		return []float64{}
+	}
+	return x
 }
 
 func ints(b []byte) []int {
@@ -138,9 +165,10 @@ func TestROSToolsReadOurBags(t *testing.T) {
 	t.Run("info", func(t *testing.T) {
 		t.Parallel()
 		out := runTool(t, "rosbag", "info", "--yaml", path)
-		for _, want := range []string{"version: 2.0", "messages: 6", "compression: none", "indexed: True",
+		for _, want := range []string{"version: 2.0", "messages: 9", "compression: none", "indexed: True",
 			"topic: /headcam/image_raw", "type: sensor_msgs/Image", "md5: " + ImageType.MD5Sum,
-			"type: std_msgs/Float32MultiArray", "md5: " + Float32MultiArrayType.MD5Sum, "type: sensor_msgs/CompressedImage"} {
+			"type: std_msgs/Float32MultiArray", "md5: " + Float32MultiArrayType.MD5Sum, "type: sensor_msgs/CompressedImage",
+			"type: tf2_msgs/TFMessage", "md5: " + TFMessageType.MD5Sum, "type: sensor_msgs/JointState", "type: sensor_msgs/CameraInfo"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("rosbag info lacks %q:\n%s", want, out)
 			}
@@ -156,6 +184,9 @@ func TestROSToolsReadOurBags(t *testing.T) {
 		t.Parallel()
 		if out := runTool(t, "rostopic", "echo", "-b", path, "-n", "1", "/instruction"); !strings.Contains(out, `data: "pick up the coke can"`) {
 			t.Errorf("rostopic echo /instruction:\n%s", out)
+		}
+		if out := runTool(t, "rostopic", "echo", "-b", path, "-n", "1", "/tf"); !strings.Contains(out, `child_frame_id: "hand"`) {
+			t.Errorf("rostopic echo /tf:\n%s", out)
 		}
 		out := runTool(t, "rostopic", "echo", "-b", path, "-n", "1", "/action")
 		for _, want := range []string{`label: "mode;world_vector/x;gripper"`, "size: 3", "stride: 3", "data: [1.0, -0.5, 0.25]"} {

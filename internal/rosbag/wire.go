@@ -44,10 +44,20 @@ func (t Time) String() string { return fmt.Sprintf("%d.%09d", t.Sec, t.Nsec) }
 // Appending encoders of the ROS 1 serialisation: little endian, strings and
 // variable-length arrays prefixed by a uint32 length.
 
-func putU8(b []byte, v uint8) []byte   { return append(b, v) }
-func putU32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
-func putU64(b []byte, v uint64) []byte { return binary.LittleEndian.AppendUint64(b, v) }
-func putTime(b []byte, t Time) []byte  { return putU32(putU32(b, t.Sec), t.Nsec) }
+func putU8(b []byte, v uint8) []byte    { return append(b, v) }
+func putU32(b []byte, v uint32) []byte  { return binary.LittleEndian.AppendUint32(b, v) }
+func putU64(b []byte, v uint64) []byte  { return binary.LittleEndian.AppendUint64(b, v) }
+func putTime(b []byte, t Time) []byte   { return putU32(putU32(b, t.Sec), t.Nsec) }
+func putF64(b []byte, v float64) []byte { return putU64(b, math.Float64bits(v)) }
+
+// putF64s appends a variable-length float64 array.
+func putF64s(b []byte, v []float64) []byte {
+	b = putU32(b, uint32(len(v)))
+	for _, x := range v {
+		b = putF64(b, x)
+	}
+	return b
+}
 
 func putBytes(b []byte, v []byte) []byte {
 	b = putU32(b, uint32(len(v)))
@@ -99,6 +109,22 @@ func (d *decoder) u32(what string) uint32 {
 		return binary.LittleEndian.Uint32(s)
 	}
 	return 0
+}
+
+func (d *decoder) f64(what string) float64 {
+	if s := d.take(what, 8); s != nil {
+		return math.Float64frombits(binary.LittleEndian.Uint64(s))
+	}
+	return 0
+}
+
+// f64s reads a variable-length float64 array, appending it to dst.
+func (d *decoder) f64s(what string, dst []float64) []float64 {
+	n := d.count(what, 8)
+	for range n {
+		dst = append(dst, d.f64(what))
+	}
+	return dst
 }
 
 func (d *decoder) time(what string) Time {

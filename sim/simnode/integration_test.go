@@ -60,7 +60,7 @@ func TestNodeWithROS(t *testing.T) {
 	if got, want := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(res[0].Out), "---")), fmt.Sprintf("data: %q", instruction(pick)); got != want {
 		t.Errorf("instruction topic: %q, want %q", got, want)
 	}
-	for _, want := range []string{"height: 48", "width: 64", `encoding: "rgb8"`, "step: 192", `frame_id: "headcam"`, "length: 9216>"} {
+	for _, want := range []string{"height: 48", "width: 64", `encoding: "rgb8"`, "step: 192", `frame_id: "head_camera_optical_frame"`, "length: 9216>"} {
 		if !strings.Contains(res[1].Out, want) {
 			t.Errorf("headcam message lacks %q:\n%s", want, res[1].Out)
 		}

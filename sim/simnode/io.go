@@ -12,14 +12,18 @@ import (
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
 
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/geometry_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_srvs"
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/ttmrobot/ttm/sim"
 )
 
-// simIO connects the simulator to ROS: the headcam, proprioception and
-// instruction publishers, the action and episode_done subscribers and the
+// simIO connects the simulator to ROS: the headcam, proprioception,
+// instruction, tf, joint_states and camera_info publishers, the action and episode_done subscribers and the
 // reset_memory client. It outlives goroslib nodes: the Supervisor runs
 // setup and teardown on every (re)creation, and publishing while no node
 // exists is skipped.
@@ -28,6 +32,9 @@ type simIO struct {
 	reset bool              // call the reset service at each episode start
 	queue *actionQueue
 	log   hclog.Logger
+	// camInfo is the headcam's camera_info, unstamped; each frame sends a
+	// stamped copy.
+	camInfo sensor_msgs.CameraInfo
 
 	pubs     atomic.Pointer[simPublishers]
 	received atomic.Uint64 // action messages received
@@ -55,13 +62,52 @@ type doneMsg struct {
 }
 
 type simPublishers struct {
-	image, instruction, proprio *ros.Publisher
+	image, instruction, proprio      *ros.Publisher
+	tf, tfStatic, joints, cameraInfo *ros.Publisher
 }
 
-// The simulator node's names, by default name: it publishes the headcam,
-// the robot's proprioception and the instruction, subscribes to the policy's action and episode_done
-// and calls the policy node's reset_memory service.
-var simNames = []string{ros.TopicImage, ros.TopicProprio, ros.TopicInstruction, ros.TopicAction, ros.TopicEpisodeDone, ros.ServiceResetMemory}
+func (p *simPublishers) all() []*ros.Publisher {
+	return []*ros.Publisher{p.image, p.proprio, p.instruction, p.tf, p.tfStatic, p.joints, p.cameraInfo}
+}
+
+// The simulator node's names, by default name: it publishes the headcam
+// and its camera_info, the robot's proprioception, tf and joint states, and
+// the instruction, subscribes to the policy's action and episode_done and
+// calls the policy node's reset_memory service.
+var simNames = []string{ros.TopicImage, ros.TopicCameraInfo, ros.TopicProprio, ros.TopicTF, ros.TopicTFStatic, ros.TopicJointStates,
+	ros.TopicInstruction, ros.TopicAction, ros.TopicEpisodeDone, ros.ServiceResetMemory}
+
+// cameraInfo is the headcam's camera_info for h x w frames (unstamped):
+// sim.CameraIntrinsics, no distortion, R = I, P = [K | 0].
+func cameraInfo(h, w int) sensor_msgs.CameraInfo {
+	f, cx, cy := sim.CameraIntrinsics(h, w)
+	return sensor_msgs.CameraInfo{Header: std_msgs.Header{FrameId: ros.FrameCameraOptical}, Height: uint32(h), Width: uint32(w),
+		DistortionModel: "plumb_bob", D: make([]float64, 5),
+		K: [9]float64{f, 0, cx, 0, f, cy, 0, 0, 1}, R: [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, P: [12]float64{f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0}}
+}
+
+// transformMsg is tr stamped at stamp.
+func transformMsg(tr sim.Transform, stamp time.Time) geometry_msgs.TransformStamped {
+	p, q := tr.Translation, tr.Rotation
+	return geometry_msgs.TransformStamped{Header: std_msgs.Header{Stamp: stamp, FrameId: tr.Parent}, ChildFrameId: tr.Child,
+		Transform: geometry_msgs.Transform{Translation: geometry_msgs.Vector3{X: p[0], Y: p[1], Z: p[2]},
+			Rotation: geometry_msgs.Quaternion{X: q[0], Y: q[1], Z: q[2], W: q[3]}}}
+}
+
+// staticTF is the robot's fixed frames in one message, as
+// static_transform_publisher sends them.
+func staticTF(stamp time.Time) *tf2_msgs.TFMessage {
+	st := sim.StaticTransforms()
+	m := &tf2_msgs.TFMessage{Transforms: make([]geometry_msgs.TransformStamped, len(st))}
+	for i, tr := range st {
+		m.Transforms[i] = transformMsg(tr, stamp)
+	}
+	return m
+}
+
+// jointNames names the values of every joint_states message; goroslib
+// only reads it.
+var jointNames = []string{ros.JointGripper}
 
 func (s *simIO) setup(n *ros.Node) error {
 	p := &simPublishers{}
@@ -81,6 +127,23 @@ func (s *simIO) setup(n *ros.Node) error {
 	if err != nil {
 		return fmt.Errorf("publish %s: %w", s.names[ros.TopicInstruction], err)
 	}
+	// Latched as the image is, but not tf: tf listeners expect a stream.
+	for _, pc := range []struct {
+		pub   **ros.Publisher
+		name  string
+		msg   any
+		latch bool
+	}{
+		{&p.tf, ros.TopicTF, &tf2_msgs.TFMessage{}, false},
+		{&p.tfStatic, ros.TopicTFStatic, &tf2_msgs.TFMessage{}, true},
+		{&p.joints, ros.TopicJointStates, &sensor_msgs.JointState{}, true},
+		{&p.cameraInfo, ros.TopicCameraInfo, &sensor_msgs.CameraInfo{}, true},
+	} {
+		if *pc.pub, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[pc.name], Msg: pc.msg, Latch: pc.latch}); err != nil {
+			return fmt.Errorf("publish %s: %w", s.names[pc.name], err)
+		}
+	}
+	p.tfStatic.Write(staticTF(n.TimeNow()))
 	s.instrMu.Lock()
 	if s.instr != "" {
 		p.instruction.Write(&std_msgs.String{Data: s.instr}) // latched again on the new node
@@ -126,7 +189,7 @@ func (s *simIO) teardown() {
 	}
 	s.svcMu.Unlock()
 	if p := s.created; p != nil {
-		for _, pub := range []*ros.Publisher{p.image, p.proprio, p.instruction} {
+		for _, pub := range p.all() {
 			if pub != nil {
 				pub.Close()
 			}
@@ -206,22 +269,35 @@ func (s *simIO) setInstruction(text string) {
 // a test delays the message to make it arrive after the reset_memory call.
 var testHookPublishInstruction func(text string, publish func())
 
-// publishFrame sends the robot's proprioception (action.ArmProprio's
-// layout, labelled) and then an rgb8 frame of h x w stamped now (copies:
-// goroslib encodes messages later, on its own goroutines), so that a
-// policy node has the reading when the frame arrives. It reports false when
-// no node is registered.
-func (s *simIO) publishFrame(img []byte, proprio []float32, h, w int, seq uint32) bool {
+// publishFrame sends what the robot senses of itself in state st: its
+// proprioception (action.ArmProprio's layout, labelled), tf (odom ->
+// base_link, arm_mount -> hand) and joint_states; then the camera_info and
+// an rgb8 frame of h x w, all stamped now with one stamp (new messages:
+// goroslib encodes them later, on its own goroutines), so that a policy
+// node has the readings when the frame arrives. It reports false when no
+// node is registered.
+func (s *simIO) publishFrame(img []byte, st *sim.State, proprio []float32, h, w int, seq uint32) bool {
 	p := s.pubs.Load()
 	if p == nil {
 		return false
 	}
+	now := time.Now()
 	p.proprio.Write(&std_msgs.Float32MultiArray{
 		Layout: ros.LabelledLayout(strings.Join(action.ArmProprio, ";"), len(proprio)),
 		Data:   slices.Clone(proprio),
 	})
+	moving := st.Transforms()
+	tf := &tf2_msgs.TFMessage{Transforms: make([]geometry_msgs.TransformStamped, len(moving))}
+	for i, tr := range moving {
+		tf.Transforms[i] = transformMsg(tr, now)
+	}
+	p.tf.Write(tf)
+	p.joints.Write(&sensor_msgs.JointState{Header: std_msgs.Header{Seq: seq, Stamp: now}, Name: jointNames, Position: []float64{st.GripperPosition()}})
+	info := s.camInfo
+	info.Header.Seq, info.Header.Stamp = seq, now
+	p.cameraInfo.Write(&info)
 	p.image.Write(&sensor_msgs.Image{
-		Header: std_msgs.Header{Seq: seq, Stamp: time.Now(), FrameId: "headcam"},
+		Header: std_msgs.Header{Seq: seq, Stamp: now, FrameId: ros.FrameCameraOptical},
 		Height: uint32(h), Width: uint32(w), Encoding: "rgb8", Step: uint32(3 * w), Data: slices.Clone(img),
 	})
 	return true

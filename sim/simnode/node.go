@@ -236,7 +236,7 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	log := conf.Log.With("node", a.NodeName())
 	q := newActionQueue()
 	s := &Node{conf: conf, log: log, queue: q, done: make(chan struct{}),
-		io: &simIO{names: names, reset: !conf.NoReset, queue: q, log: log.Named("ros"), doneIn: make(chan struct{}, 1)}}
+		io: &simIO{names: names, reset: !conf.NoReset, queue: q, log: log.Named("ros"), doneIn: make(chan struct{}, 1), camInfo: cameraInfo(conf.Height, conf.Width)}}
 	s.sup, err = ros.NewSupervisor(ctx, ros.SupervisorConf{Args: a, Setup: s.io.setup, Teardown: s.io.teardown,
 		Logger: log.Named("supervisor"), PollInterval: conf.PollInterval})
 	if err != nil {
@@ -387,7 +387,7 @@ func (s *Node) episode(ctx context.Context, info Episode) (Result, error) {
 		seq++
 		s.queue.clear() // anything queued answers an earlier frame
 		ep.State().Proprio(proprio)
-		if s.io.publishFrame(img, proprio, c.Height, c.Width, seq) {
+		if s.io.publishFrame(img, ep.State(), proprio, c.Height, c.Width, seq) {
 			s.frames.Add(1)
 		}
 	}

@@ -2,6 +2,7 @@ package simnode
 
 import (
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/internal/rosbag"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -18,7 +19,20 @@ func ReplayFrames(ep *sim.RecordedEpisode) []ros.ReplayFrame {
 			continue // several actions on one frame: it was sent once
 		}
 		last = s.Image
-		frames = append(frames, ros.ReplayFrame{At: s.Stamp.Sub(t0), Height: ep.Info.Height, Width: ep.Info.Width, RGB: s.Image, Proprio: s.Proprio})
+		frames = append(frames, ros.ReplayFrame{At: s.Stamp.Sub(t0), Height: ep.Info.Height, Width: ep.Info.Width, RGB: s.Image, Proprio: s.Proprio,
+			Stamp: s.Stamp})
 	}
 	return frames
+}
+
+// ReplayRobot returns what the robot published of itself in a recorded
+// episode, for ros.Replay: its static frames (nil: none) and its tf,
+// joint_states and camera_info messages, each at its record time from the
+// first step's stamp.
+func ReplayRobot(ep *sim.RecordedEpisode) (static *rosbag.TFMessage, msgs []ros.ReplayMessage) {
+	t0 := ep.Steps[0].Stamp
+	for _, m := range ep.Robot {
+		msgs = append(msgs, ros.ReplayMessage{At: m.Time.Sub(t0), Msg: m.Msg})
+	}
+	return ep.TFStatic, msgs
 }
