@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/robot"
 
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
@@ -236,9 +237,9 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 		kp:      rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)},
 		proprio: rosbag.Float32MultiArray{Layout: proprioLayout, Data: make([]float32, ProprioLen)}}
 	h, wd := ep.ImageSize()
-	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: FrameCameraOptical}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
+	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: robot.FrameCameraOptical}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
 	rec.info = cameraInfo(h, wd)
-	rec.joints = rosbag.JointState{Name: []string{JointGripper}, Position: make([]float64, 1)}
+	rec.joints = rosbag.JointState{Name: []string{robot.JointGripper}, Position: make([]float64, 1)}
 	rec.tf = rosbag.TFMessage{Transforms: make([]rosbag.TransformStamped, 2)}
 	res, err := rec.run(ep, t0)
 	if err == nil {
@@ -357,7 +358,7 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 
 // bagTransform is tr stamped t.
 func bagTransform(tr Transform, t rosbag.Time) rosbag.TransformStamped {
-	p, q := tr.Translation, tr.Rotation
+	p, q := tr.T.Translation, tr.T.Rotation
 	return rosbag.TransformStamped{Header: rosbag.Header{Stamp: t, FrameID: tr.Parent}, ChildFrameID: tr.Child,
 		Transform: rosbag.Transform{Translation: rosbag.Vector3{X: p[0], Y: p[1], Z: p[2]}, Rotation: rosbag.Quaternion{X: q[0], Y: q[1], Z: q[2], W: q[3]}}}
 }
@@ -366,7 +367,7 @@ func bagTransform(tr Transform, t rosbag.Time) rosbag.TransformStamped {
 // plumb_bob without distortion, K from CameraIntrinsics, R = I, P = [K | 0].
 func cameraInfo(h, w int) rosbag.CameraInfo {
 	f, cx, cy := CameraIntrinsics(h, w)
-	return rosbag.CameraInfo{Header: rosbag.Header{FrameID: FrameCameraOptical}, Height: uint32(h), Width: uint32(w),
+	return rosbag.CameraInfo{Header: rosbag.Header{FrameID: robot.FrameCameraOptical}, Height: uint32(h), Width: uint32(w),
 		DistortionModel: "plumb_bob", D: make([]float64, 5),
 		K: [9]float64{f, 0, cx, 0, f, cy, 0, 0, 1}, R: [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, P: [12]float64{f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0}}
 }

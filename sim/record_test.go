@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
 
@@ -375,7 +376,7 @@ func TestEpisodeBagRobotTopics(t *testing.T) {
 		if joints[k]["field.name0"] != "gripper_finger_joint" {
 			t.Fatalf("joint names %v", joints[k])
 		}
-		near("grip", (num(joints[k], "field.position0")-GripperOpenPosition)/(GripperClosedPosition-GripperOpenPosition), s.Grip)
+		near("grip", (num(joints[k], "field.position0")-robot.GripperOpenPosition)/(robot.GripperClosedPosition-robot.GripperOpenPosition), s.Grip)
 		ci := infos[k]
 		if ci["field.header.frame_id"] != "head_camera_optical_frame" || ci["field.distortion_model"] != "plumb_bob" || ci["field.height"] != "32" || ci["field.width"] != "40" {
 			t.Fatalf("camera_info %v", ci)

@@ -14,6 +14,7 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
 
@@ -166,9 +167,9 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 		}
 	}
 	var (
-		mu                  sync.Mutex // mu guards img, proprio, instr, robot, node
+		mu                  sync.Mutex // mu guards img, proprio, instr, robotPubs, node
 		img, proprio, instr *Publisher
-		robot               map[string]*Publisher // TopicTF, TopicTFStatic, ... -> publisher, those the episode has
+		robotPubs           map[string]*Publisher // TopicTF, TopicTFStatic, ... -> publisher, those the episode has
 		node                *Node
 		actions             atomic.Int64
 		sub                 *Subscriber
@@ -191,7 +192,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 			return err
 		}
 		instr.Write(&std_msgs.String{Data: conf.Instruction})
-		robot = map[string]*Publisher{}
+		robotPubs = map[string]*Publisher{}
 		for _, rt := range []struct {
 			topic string
 			msg   any
@@ -201,12 +202,12 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 			if !hasRobot[rt.topic] {
 				continue
 			}
-			if robot[rt.topic], err = NewPublisher(PublisherConf{Node: n, Topic: names[rt.topic], Msg: rt.msg, Latch: rt.latch}); err != nil {
+			if robotPubs[rt.topic], err = NewPublisher(PublisherConf{Node: n, Topic: names[rt.topic], Msg: rt.msg, Latch: rt.latch}); err != nil {
 				return err
 			}
 		}
 		if conf.TFStatic != nil {
-			robot[TopicTFStatic].Write(rosTF(conf.TFStatic, func(t time.Time) time.Time { return t }))
+			robotPubs[TopicTFStatic].Write(rosTF(conf.TFStatic, func(t time.Time) time.Time { return t }))
 		}
 		if sub, err = NewSubscriber(SubscriberConf{Node: n, Topic: names[TopicAction],
 			Callback: func(*std_msgs.Float32MultiArray) { actions.Add(1) }}); err != nil {
@@ -224,13 +225,13 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 				p.Close()
 			}
 		}
-		for _, p := range robot {
+		for _, p := range robotPubs {
 			p.Close()
 		}
 		if sub != nil {
 			sub.Close()
 		}
-		img, proprio, instr, robot, sub, node = nil, nil, nil, nil, nil, nil
+		img, proprio, instr, robotPubs, sub, node = nil, nil, nil, nil, nil, nil
 	}
 	sup, err := NewSupervisor(ctx, SupervisorConf{Args: conf.Args, Setup: setup, Teardown: teardown, Logger: conf.Log.Named("supervisor")})
 	if err != nil {
@@ -295,16 +296,16 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 				return err
 			}
 			mu.Lock()
-			if robot != nil {
+			if robotPubs != nil {
 				switch m := m.Msg.(type) {
 				case *rosbag.TFMessage:
-					robot[TopicTF].Write(rosTF(m, restamp))
+					robotPubs[TopicTF].Write(rosTF(m, restamp))
 				case *rosbag.JointState:
-					robot[TopicJointStates].Write(&sensor_msgs.JointState{Header: rosHeader(m.Header, restamp), Name: m.Name, Position: m.Position,
+					robotPubs[TopicJointStates].Write(&sensor_msgs.JointState{Header: rosHeader(m.Header, restamp), Name: m.Name, Position: m.Position,
 						Velocity: m.Velocity, Effort: m.Effort})
 				case *rosbag.CameraInfo:
 					r := m.ROI
-					robot[TopicCameraInfo].Write(&sensor_msgs.CameraInfo{Header: rosHeader(m.Header, restamp), Height: m.Height, Width: m.Width,
+					robotPubs[TopicCameraInfo].Write(&sensor_msgs.CameraInfo{Header: rosHeader(m.Header, restamp), Height: m.Height, Width: m.Width,
 						DistortionModel: m.DistortionModel, D: m.D, K: m.K, R: m.R, P: m.P, BinningX: m.BinningX, BinningY: m.BinningY,
 						Roi: sensor_msgs.RegionOfInterest{XOffset: r.XOffset, YOffset: r.YOffset, Height: r.Height, Width: r.Width, DoRectify: r.DoRectify}})
 				}
@@ -333,7 +334,7 @@ func Replay(ctx context.Context, conf ReplayConfig) (ReplayStats, error) {
 			if proprio != nil && f.Proprio != nil {
 				proprio.Write(&std_msgs.Float32MultiArray{Layout: proprioLayout, Data: f.Proprio})
 			}
-			img.Write(&sensor_msgs.Image{Header: std_msgs.Header{Seq: uint32(i), Stamp: due, FrameId: FrameCameraOptical},
+			img.Write(&sensor_msgs.Image{Header: std_msgs.Header{Seq: uint32(i), Stamp: due, FrameId: robot.FrameCameraOptical},
 				Height: uint32(f.Height), Width: uint32(f.Width), Encoding: "rgb8", Step: uint32(3 * f.Width), Data: f.RGB})
 			stats.Frames++
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/geometry_msgs"
@@ -81,14 +82,14 @@ var simNames = []string{ros.TopicImage, ros.TopicCameraInfo, ros.TopicProprio, r
 // sim.CameraIntrinsics, no distortion, R = I, P = [K | 0].
 func cameraInfo(h, w int) sensor_msgs.CameraInfo {
 	f, cx, cy := sim.CameraIntrinsics(h, w)
-	return sensor_msgs.CameraInfo{Header: std_msgs.Header{FrameId: ros.FrameCameraOptical}, Height: uint32(h), Width: uint32(w),
+	return sensor_msgs.CameraInfo{Header: std_msgs.Header{FrameId: robot.FrameCameraOptical}, Height: uint32(h), Width: uint32(w),
 		DistortionModel: "plumb_bob", D: make([]float64, 5),
 		K: [9]float64{f, 0, cx, 0, f, cy, 0, 0, 1}, R: [9]float64{1, 0, 0, 0, 1, 0, 0, 0, 1}, P: [12]float64{f, 0, cx, 0, 0, f, cy, 0, 0, 0, 1, 0}}
 }
 
 // transformMsg is tr stamped at stamp.
 func transformMsg(tr sim.Transform, stamp time.Time) geometry_msgs.TransformStamped {
-	p, q := tr.Translation, tr.Rotation
+	p, q := tr.T.Translation, tr.T.Rotation
 	return geometry_msgs.TransformStamped{Header: std_msgs.Header{Stamp: stamp, FrameId: tr.Parent}, ChildFrameId: tr.Child,
 		Transform: geometry_msgs.Transform{Translation: geometry_msgs.Vector3{X: p[0], Y: p[1], Z: p[2]},
 			Rotation: geometry_msgs.Quaternion{X: q[0], Y: q[1], Z: q[2], W: q[3]}}}
@@ -107,7 +108,7 @@ func staticTF(stamp time.Time) *tf2_msgs.TFMessage {
 
 // jointNames names the values of every joint_states message; goroslib
 // only reads it.
-var jointNames = []string{ros.JointGripper}
+var jointNames = []string{robot.JointGripper}
 
 func (s *simIO) setup(n *ros.Node) error {
 	p := &simPublishers{}
@@ -297,7 +298,7 @@ func (s *simIO) publishFrame(img []byte, st *sim.State, proprio []float32, h, w 
 	info.Header.Seq, info.Header.Stamp = seq, now
 	p.cameraInfo.Write(&info)
 	p.image.Write(&sensor_msgs.Image{
-		Header: std_msgs.Header{Seq: seq, Stamp: now, FrameId: ros.FrameCameraOptical},
+		Header: std_msgs.Header{Seq: seq, Stamp: now, FrameId: robot.FrameCameraOptical},
 		Height: uint32(h), Width: uint32(w), Encoding: "rgb8", Step: uint32(3 * w), Data: slices.Clone(img),
 	})
 	return true

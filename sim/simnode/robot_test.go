@@ -12,17 +12,15 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/sim"
 )
 
-// sim repeats internal/ros's frame and joint names; they must agree.
-func TestRobotNamesAgree(t *testing.T) {
+// sim's bags repeat internal/ros's topic names; they must agree.
+func TestRobotTopicsAgree(t *testing.T) {
 	for _, tc := range []struct{ sim, ros any }{
-		{sim.FrameOdom, ros.FrameOdom}, {sim.FrameBase, ros.FrameBase}, {sim.FrameArmMount, ros.FrameArmMount},
-		{sim.FrameHand, ros.FrameHand}, {sim.FrameCamera, ros.FrameCamera}, {sim.FrameCameraOptical, ros.FrameCameraOptical},
-		{sim.JointGripper, ros.JointGripper}, {sim.GripperOpenPosition, ros.GripperOpenPosition}, {sim.GripperClosedPosition, ros.GripperClosedPosition},
 		{sim.DefaultTopics().TF, ros.TopicTF}, {sim.DefaultTopics().TFStatic, ros.TopicTFStatic},
 		{sim.DefaultTopics().JointStates, ros.TopicJointStates}, {sim.DefaultTopics().CameraInfo, ros.TopicCameraInfo},
 	} {
@@ -185,8 +183,8 @@ func TestNodePublishesRobot(t *testing.T) {
 				img, info, joints, tf, err = got.frame()
 				return err
 			})
-			if img.Header.FrameId != ros.FrameCameraOptical || info.Header.FrameId != ros.FrameCameraOptical {
-				t.Errorf("frame ids: image %q, camera_info %q, want %q", img.Header.FrameId, info.Header.FrameId, ros.FrameCameraOptical)
+			if img.Header.FrameId != robot.FrameCameraOptical || info.Header.FrameId != robot.FrameCameraOptical {
+				t.Errorf("frame ids: image %q, camera_info %q, want %q", img.Header.FrameId, info.Header.FrameId, robot.FrameCameraOptical)
 			}
 			// Equal stamps: frame() found them all under the image's.
 			st := ep.State()
@@ -203,11 +201,11 @@ func TestNodePublishesRobot(t *testing.T) {
 				}
 				return p
 			}
-			hand := pose(ros.FrameBase, ros.FrameArmMount).toParent(pose(ros.FrameArmMount, ros.FrameHand).toParent(sim.Vec3{}))
+			hand := pose(robot.FrameBase, robot.FrameArmMount).toParent(pose(robot.FrameArmMount, robot.FrameHand).toParent(sim.Vec3{}))
 			if d := hand.Sub(st.EE).Norm(); d > 1e-6 {
 				t.Errorf("hand from tf %v, State.EE %v", hand, st.EE)
 			}
-			odomBase, baseCam, camOpt := pose(ros.FrameOdom, ros.FrameBase), pose(ros.FrameBase, ros.FrameCamera), pose(ros.FrameCamera, ros.FrameCameraOptical)
+			odomBase, baseCam, camOpt := pose(robot.FrameOdom, robot.FrameBase), pose(robot.FrameBase, robot.FrameCamera), pose(robot.FrameCamera, robot.FrameCameraOptical)
 			k := info.K
 			for _, p := range []sim.Vec3{st.Objects[0].Pos, st.EEWorld(), st.ToWorld(sim.Vec3{1, 0.2, 0.8})} {
 				q := camOpt.toChild(baseCam.toChild(odomBase.toChild(p)))
@@ -221,10 +219,10 @@ func TestNodePublishesRobot(t *testing.T) {
 				info.P != [12]float64{k[0], 0, k[2], 0, 0, k[4], k[5], 0, 0, 0, 1, 0} {
 				t.Errorf("camera_info %+v", info)
 			}
-			if len(joints.Name) != 1 || joints.Name[0] != ros.JointGripper || len(joints.Position) != 1 {
+			if len(joints.Name) != 1 || joints.Name[0] != robot.JointGripper || len(joints.Position) != 1 {
 				t.Fatalf("joint_states %+v", joints)
 			}
-			grip := (joints.Position[0] - ros.GripperOpenPosition) / (ros.GripperClosedPosition - ros.GripperOpenPosition)
+			grip := (joints.Position[0] - robot.GripperOpenPosition) / (robot.GripperClosedPosition - robot.GripperOpenPosition)
 			if math.Abs(grip-st.Grip) > 1e-9 {
 				t.Errorf("joint position %v gives grip %v, State.Grip %v", joints.Position[0], grip, st.Grip)
 			}
