@@ -179,7 +179,7 @@ type Loop struct {
 	state     *policy.State // the committed state: steps whose actions were published
 	cur       *frameIn      // the newest frame taken from the slot
 	usedSeq   uint64        // the frame the last inference used
-	badSeq    uint64        // the last compressed frame that did not decode
+	badSeq    uint64        // the last frame that did not decode
 	instrSeq  uint64        // the instruction the current episode runs on
 	inflight  bool          // the inference goroutine has a job
 	hasActed  bool
@@ -450,7 +450,7 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 		return ReasonDeadline, time.Time{}
 	}
 	l.inflight = false
-	if w.compressed {
+	if w.decoded {
 		l.rec(StageDecode, w.decode)
 	}
 	l.rec(StageInference, w.infer)
@@ -657,7 +657,7 @@ type worker struct {
 	action        []float32
 	err           error
 	decodeFailed  bool // err is the frame's: it did not decode
-	compressed    bool
+	decoded       bool // the frame was decoded here: compressed, or raw to convert
 	decode, infer time.Duration
 
 	dec vision.Decoder
@@ -678,15 +678,21 @@ func (w *worker) run(ctx context.Context) {
 
 func (w *worker) step() {
 	t0 := time.Now()
-	w.compressed = w.frame.compressed != nil
+	w.decoded = w.frame.compressed != nil || w.frame.raw != nil
 	w.decodeFailed = false
 	w.obs.Frame = w.frame.frame
-	if w.compressed {
-		f, err := w.dec.DecodeCompressed(w.frame.compressed)
+	if w.decoded {
+		var f vision.Frame
+		var err error
+		if w.frame.compressed != nil {
+			f, err = w.dec.DecodeCompressed(w.frame.compressed)
+		} else {
+			f, err = w.dec.DecodeImage(w.frame.raw)
+		}
 		w.decode = time.Since(t0)
 		if err != nil {
 			w.decodeFailed = true
-			w.err, w.infer = fmt.Errorf("decode compressed frame: %w", err), 0
+			w.err, w.infer = fmt.Errorf("decode frame: %w", err), 0
 			return
 		}
 		w.obs.Frame = f

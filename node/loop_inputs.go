@@ -55,11 +55,13 @@ type Inputs struct {
 	resetApplied   atomic.Uint64 // the loop has applied requests up to this one
 }
 
-// frameIn is one received frame. Raw frames are checked and viewed on
-// arrival (vision.DecodeImage, no copy); compressed frames have their header
-// checked on arrival and are decoded by the inference goroutine.
+// frameIn is one received frame, checked on arrival. Raw frames that a
+// Frame can view (rgb8 ...) are viewed then (vision.DecodeImage, no copy);
+// raw frames to convert (yuv422, Bayer) and compressed frames are decoded
+// by the inference goroutine into its buffer.
 type frameIn struct {
-	frame      vision.Frame            // raw: the decoded view of the message
+	frame      vision.Frame            // raw, viewed: the decoded view of the message
+	raw        *vision.Image           // raw, converted later
 	compressed *vision.CompressedImage // compressed: decoded later
 	stamp      time.Time               // header stamp, or arrival time when the stamp is zero
 	arrival    time.Time
@@ -102,17 +104,23 @@ func (in *Inputs) checkPixels(w, h int) error {
 // PutImage offers a raw frame. stamp is the message header's stamp; the
 // zero time (or the Unix epoch, a zero ROS time) means "unstamped" and the
 // arrival time is used. A frame that cannot be decoded is refused with an
-// error naming the problem and counted.
+// error naming the problem and counted. The pixels of yuv422 and Bayer
+// frames are converted when the loop uses them, not here.
 func (in *Inputs) PutImage(msg *vision.Image, stamp time.Time) error {
-	f, err := vision.DecodeImage(msg)
+	info, err := vision.InspectImage(msg)
 	if err == nil {
-		err = in.checkPixels(f.Width, f.Height)
+		err = in.checkPixels(info.Width, info.Height)
+	}
+	f := &frameIn{raw: msg}
+	if err == nil && !info.Converted {
+		f.raw = nil
+		f.frame, err = vision.DecodeImage(msg)
 	}
 	if err != nil {
 		in.framesBad.Add(1)
 		return err
 	}
-	in.put(&frameIn{frame: f}, stamp)
+	in.put(f, stamp)
 	return nil
 }
 

@@ -120,8 +120,9 @@ func (s *durationStat) histQuantile(q float64) time.Duration {
 type Stage int
 
 // The timed stages. Jitter is how late a tick started after its scheduled
-// time; Decode and Inference run on the inference goroutine; Filter is
-// mode gating and the safety filter; Publish the sink's call; TickLatency
+// time; Decode (of compressed frames, and the conversion of raw yuv422 and
+// Bayer frames to RGB) and Inference run on the inference goroutine;
+// Filter is mode gating and the safety filter; Publish the sink's call; TickLatency
 // runs from the scheduled tick time to the end of publishing; EndToEnd from
 // the image stamp to the end of publishing an action made from it; ImageAge
 // is the age of the frame the tick looked at.

@@ -742,6 +742,59 @@ func TestLoopCompressedFrames(t *testing.T) {
 	}
 }
 
+// TestLoopConvertedFrames: yuv422 and Bayer frames are checked on arrival
+// and converted on the inference goroutine (a decode stage each), and the
+// policy sees the pixels vision.DecodeImage gives: the loop's memory is the
+// reference's, stepped on those frames.
+func TestLoopConvertedFrames(t *testing.T) {
+	p := loadPolicy(t, actingPath(t))
+	h := newHarness(t, p, LoopConfig{})
+	h.in.SetInstruction("pick up the coke can")
+	const w, ht = 160, 128
+	pattern := func(n, seed int) []byte {
+		d := make([]byte, n)
+		for i := range d {
+			d[i] = byte(i*seed + i/w)
+		}
+		return d
+	}
+	msgs := []*vision.Image{
+		{Width: w, Height: ht, Encoding: "yuv422", Step: 2 * w, Data: pattern(2*w*ht, 7)},
+		{Width: w, Height: ht, Encoding: "bayer_grbg8", Step: w + 4, Data: pattern((w+4)*ht, 13)},
+	}
+	ref := p.NewState()
+	act := make([]float32, 11)
+	for i, m := range msgs {
+		if err := h.in.PutImage(m, h.clock.Now()); err != nil {
+			t.Fatalf("%s: %v", m.Encoding, err)
+		}
+		h.next()
+		if o := h.sink.last(t); !o.Acting {
+			t.Fatalf("%s frame: %+v", m.Encoding, o)
+		}
+		if n := h.loop.Stats().Stages[StageDecode].Count; n != uint64(i+1) {
+			t.Errorf("after the %s frame, %d timed decodes; want %d", m.Encoding, n, i+1)
+		}
+		f, err := vision.DecodeImage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Step(&policy.Observation{Frame: f, Instruction: "pick up the coke can"}, ref, act); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h.loop.state.Hash() != ref.Hash() {
+		t.Errorf("loop memory %x after a yuv422 and a Bayer frame, want %x", h.loop.state.Hash(), ref.Hash())
+	}
+	odd := &vision.Image{Width: 5, Height: 2, Encoding: "yuv422", Step: 10, Data: make([]byte, 20)}
+	if err := h.in.PutImage(odd, time.Time{}); !errors.Is(err, vision.ErrBadSize) {
+		t.Errorf("odd-width yuv422 frame: %v", err)
+	}
+	if st := h.loop.Stats(); st.FramesBad != 1 {
+		t.Errorf("refused frames %d, want 1", st.FramesBad)
+	}
+}
+
 // TestInputsMaxFramePixels: frames over ~max_frame_pixels are refused from
 // their header, raw or compressed, and counted; a frame at the bound is
 // taken. The PNG is 8192x2048 zeros: a few KB that would take tens of
@@ -754,6 +807,12 @@ func TestInputsMaxFramePixels(t *testing.T) {
 	raw := func(w, h int) *vision.Image {
 		return &vision.Image{Width: uint32(w), Height: uint32(h), Encoding: "mono8", Step: uint32(w), Data: make([]byte, w*h)}
 	}
+	yuv := func(w, h int) *vision.Image {
+		return &vision.Image{Width: uint32(w), Height: uint32(h), Encoding: "yuv422", Step: uint32(2 * w), Data: make([]byte, 2*w*h)}
+	}
+	bayer := func(w, h int) *vision.Image {
+		return &vision.Image{Width: uint32(w), Height: uint32(h), Encoding: "bayer_rggb8", Step: uint32(w), Data: make([]byte, w*h)}
+	}
 	in := NewInputs(&ros.WallClock{})
 	in.SetMaxFramePixels(1 << 20)
 	for _, c := range []struct {
@@ -763,6 +822,9 @@ func TestInputsMaxFramePixels(t *testing.T) {
 	}{
 		{"raw at the bound", func() error { return in.PutImage(raw(1024, 1024), time.Time{}) }, true},
 		{"raw one row over", func() error { return in.PutImage(raw(1024, 1025), time.Time{}) }, false},
+		{"yuv422 at the bound", func() error { return in.PutImage(yuv(1024, 1024), time.Time{}) }, true},
+		{"yuv422 one row over", func() error { return in.PutImage(yuv(1024, 1025), time.Time{}) }, false},
+		{"bayer one row over", func() error { return in.PutImage(bayer(1024, 1025), time.Time{}) }, false},
 		{"png bomb", func() error {
 			return in.PutCompressed(&vision.CompressedImage{Format: "png", Data: bomb.Bytes()}, time.Time{})
 		}, false},
@@ -775,8 +837,8 @@ func TestInputsMaxFramePixels(t *testing.T) {
 			t.Errorf("%s: %v, want the bound named", c.name, err)
 		}
 	}
-	if got := in.framesBad.Load(); got != 2 {
-		t.Errorf("%d frames refused, want 2", got)
+	if got := in.framesBad.Load(); got != 4 {
+		t.Errorf("%d frames refused, want 4", got)
 	}
 	if bomb.Len() > 64<<10 {
 		t.Errorf("the bomb is %d bytes", bomb.Len())

@@ -31,7 +31,7 @@ const (
 	ReasonNoHeartbeat                    // a heartbeat is required and none has been received yet
 	ReasonFutureFrame                    // the newest frame is stamped more than ~max_image_age ahead of the clock
 	ReasonUnreadableSafety               // a publisher on e_stop or heartbeat sends a type the node cannot read
-	ReasonBadFrame                       // the newest frame, compressed, did not decode
+	ReasonBadFrame                       // the newest frame did not decode
 	numReasons
 )
 

@@ -1,7 +1,7 @@
 // Package vision turns camera frames into the image tokens of a Token Turing
 // Machine robot policy:
 //
-//	sensor_msgs/Image or CompressedImage ──> Frame            (image.go, image_compressed.go)
+//	sensor_msgs/Image or CompressedImage ──> Frame            (image*.go)
 //	Frame ──> resize, normalise ──> NCHW float32 (3, H, W)    (preprocess*.go)
 //	(3, H, W) ──> EfficientNet backbone (OpenCV DNN) ──> features (C, h, w)
 //	features ──> 1x1 projection to d ──> FiLM(e) ──> TokenLearner ──> k tokens (k, d)
@@ -16,8 +16,13 @@
 // Image and CompressedImage mirror the ROS messages field for field, so this
 // package does not import a ROS library. DecodeImage accepts rgb8, bgr8,
 // rgba8, bgra8 and mono8 with any row padding and returns a Frame that views
-// the message's bytes (no copy). 16-bit, signed and floating-point encodings
-// (depth images: 16UC1, mono16, 32FC1 ...) are rejected with ErrDepthImage,
+// the message's bytes (no copy). It converts yuv422 (UYVY), yuv422_yuy2
+// (YUYV) and the 8-bit Bayer mosaics (bayer_rggb8, bayer_bggr8, bayer_gbrg8,
+// bayer_grbg8) to rgb8 with the arithmetic of OpenCV's cvtColor, which
+// cv_bridge uses: the same bytes, borders included (image_convert.go);
+// Decoder.DecodeImage converts into a buffer it reuses. 16-bit, signed and
+// floating-point encodings (depth images: 16UC1, mono16, 32FC1,
+// bayer_rggb16 ...) are rejected with ErrDepthImage,
 // everything else with ErrUnsupportedEncoding, and a frame whose size, step
 // or byte count disagree with ErrBadSize. Decoder.DecodeCompressed accepts
 // JPEG and PNG: it checks the magic bytes, the header (dimensions, bit depth,

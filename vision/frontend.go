@@ -172,7 +172,7 @@ func (f *FrontEnd) EncodeFeatures(dst []float32, frame Frame) error {
 
 // EncodeImage decodes a raw image message and encodes it (see Encode).
 func (f *FrontEnd) EncodeImage(msg *Image, embedding []float32) error {
-	frame, err := DecodeImage(msg)
+	frame, err := f.dec.DecodeImage(msg)
 	if err != nil {
 		return err
 	}

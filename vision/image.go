@@ -11,10 +11,10 @@ import (
 // wrong with the frame. Test with errors.Is.
 var (
 	// ErrUnsupportedEncoding: an encoding or compressed format this package
-	// does not decode (Bayer, YUV, multi-channel 8UC3 ...).
+	// does not decode (YUV 4:2:0, nv12, multi-channel 8UC3 ...).
 	ErrUnsupportedEncoding = errors.New("unsupported image encoding")
 	// ErrDepthImage: a 16-bit, 32-bit or 64-bit encoding, typically a depth
-	// image (16UC1, mono16, 32FC1, compressedDepth ...).
+	// image (16UC1, mono16, 32FC1, bayer_rggb16, compressedDepth ...).
 	ErrDepthImage = errors.New("depth or high-bit-depth image")
 	// ErrBadSize: dimensions, step and byte count do not agree, or exceed
 	// MaxSide / MaxPixels.
@@ -147,13 +147,28 @@ func checkDims(w, h int) error {
 	return nil
 }
 
+// rawLayout is how a raw encoding lays out its pixels: either as a Frame
+// can view them (view), or in a layout that convert turns into rgb8.
+type rawLayout struct {
+	bpp     int                                   // bytes per pixel in the message
+	view    PixelFormat                           // the format of a Frame viewing the data; 0: convert
+	convert func(dst, src []byte, step, w, h int) // src rows of step bytes -> dst (h, w, 3) RGB
+	pairs   bool                                  // 4:2:2: two pixels share U and V, so the width is even
+}
+
 // rawEncodings are the sensor_msgs/Image encodings DecodeImage reads.
-var rawEncodings = map[string]PixelFormat{
-	"rgb8":  RGB8,
-	"bgr8":  BGR8,
-	"rgba8": RGBA8,
-	"bgra8": BGRA8,
-	"mono8": Gray8,
+var rawEncodings = map[string]rawLayout{
+	"rgb8":        {bpp: 3, view: RGB8},
+	"bgr8":        {bpp: 3, view: BGR8},
+	"rgba8":       {bpp: 4, view: RGBA8},
+	"bgra8":       {bpp: 4, view: BGRA8},
+	"mono8":       {bpp: 1, view: Gray8},
+	"yuv422":      {bpp: 2, convert: uyvyToRGB, pairs: true},
+	"yuv422_yuy2": {bpp: 2, convert: yuy2ToRGB, pairs: true},
+	"bayer_rggb8": {bpp: 1, convert: bayerRGGBToRGB},
+	"bayer_bggr8": {bpp: 1, convert: bayerBGGRToRGB},
+	"bayer_gbrg8": {bpp: 1, convert: bayerGBRGToRGB},
+	"bayer_grbg8": {bpp: 1, convert: bayerGRBGToRGB},
 }
 
 // SupportedEncodings lists the raw encodings DecodeImage accepts.
@@ -170,17 +185,24 @@ func SupportedEncodings() []string {
 func encodingProblem(enc string) error {
 	supported := strings.Join(SupportedEncodings(), ", ")
 	e := strings.ToLower(enc)
+	_, lowerKnown := rawEncodings[e]
 	switch {
 	case isDepthEncoding(e):
 		return fmt.Errorf("%w: encoding %q has more than 8 bits per channel; the policy takes 8-bit colour or grey frames (%s)", ErrDepthImage, enc, supported)
+	case enc != e && lowerKnown:
+		return fmt.Errorf("%w: encoding %q: ROS encodings are lower case, use %q", ErrUnsupportedEncoding, enc, e)
 	case strings.HasPrefix(e, "bayer_"):
-		return fmt.Errorf("%w: encoding %q is a raw Bayer mosaic; debayer it to rgb8 or bgr8 first (image_proc); supported: %s", ErrUnsupportedEncoding, enc, supported)
+		return fmt.Errorf("%w: encoding %q is not an 8-bit Bayer mosaic of a known pattern; decoded are bayer_rggb8, bayer_bggr8, bayer_gbrg8 and bayer_grbg8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
+	case e == "uyvy" || e == "yuv422_uyvy":
+		return fmt.Errorf("%w: encoding %q: ROS calls UYVY (U0 Y0 V0 Y1) %q", ErrUnsupportedEncoding, enc, "yuv422")
+	case e == "yuyv" || e == "yuy2":
+		return fmt.Errorf("%w: encoding %q: ROS calls YUYV (Y0 U0 Y1 V0) %q", ErrUnsupportedEncoding, enc, "yuv422_yuy2")
+	case strings.HasPrefix(e, "yuv") || strings.HasPrefix(e, "nv") || e == "i420" || e == "iyuv" || e == "yv12" || e == "yvyu":
+		return fmt.Errorf("%w: encoding %q: of the YUV layouts only 4:2:2 yuv422 (UYVY) and yuv422_yuy2 (YUYV) are decoded; publish one of them or rgb8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
 	case e == "8uc1":
 		return fmt.Errorf("%w: encoding %q does not say it is grey; publish it as mono8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
 	case strings.HasPrefix(e, "8uc") || strings.HasPrefix(e, "8sc"):
 		return fmt.Errorf("%w: encoding %q does not say its channel order; publish rgb8, bgr8, rgba8 or bgra8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
-	case enc != e && rawEncodings[e] != 0:
-		return fmt.Errorf("%w: encoding %q: ROS encodings are lower case, use %q", ErrUnsupportedEncoding, enc, e)
 	case enc == "":
 		return fmt.Errorf("%w: empty encoding (supported: %s)", ErrUnsupportedEncoding, supported)
 	}
@@ -202,29 +224,62 @@ func isDepthEncoding(e string) bool {
 	return strings.HasPrefix(e, "bayer_") && strings.HasSuffix(e, "16")
 }
 
-// DecodeImage checks a raw image message and returns a Frame that views its
-// Data (no copy: the frame is valid as long as msg.Data is). It accepts the
-// encodings rgb8, bgr8, rgba8, bgra8 and mono8, with any row padding
-// (Step >= Width * bytes per pixel); Data must hold exactly Step * Height
-// bytes, as sensor_msgs/Image requires. IsBigendian does not matter for
-// 8-bit samples and is ignored. It does not allocate.
-func DecodeImage(msg *Image) (Frame, error) {
-	format, ok := rawEncodings[msg.Encoding]
+// ImageInfo is what a raw image message's header says.
+type ImageInfo struct {
+	Width, Height int
+	// Converted is true for the encodings whose pixels are converted to
+	// rgb8 when decoded (yuv422, yuv422_yuy2, 8-bit Bayer), false for
+	// those a Frame views as they are.
+	Converted bool
+}
+
+// InspectImage checks a raw image message as DecodeImage does, without
+// touching its pixels, and does not allocate.
+func InspectImage(msg *Image) (ImageInfo, error) {
+	l, err := inspectImage(msg)
+	if err != nil {
+		return ImageInfo{}, err
+	}
+	return ImageInfo{Width: int(msg.Width), Height: int(msg.Height), Converted: l.view == 0}, nil
+}
+
+// inspectImage checks msg and returns its encoding's layout.
+func inspectImage(msg *Image) (rawLayout, error) {
+	l, ok := rawEncodings[msg.Encoding]
 	if !ok {
-		return Frame{}, encodingProblem(msg.Encoding)
+		return rawLayout{}, encodingProblem(msg.Encoding)
 	}
 	w, h, step := int(msg.Width), int(msg.Height), int(msg.Step)
 	if err := checkDims(w, h); err != nil {
-		return Frame{}, fmt.Errorf("%s image: %w", msg.Encoding, err)
+		return rawLayout{}, fmt.Errorf("%s image: %w", msg.Encoding, err)
 	}
-	bpp := format.BytesPerPixel()
-	if step < w*bpp {
-		return Frame{}, fmt.Errorf("%w: %s image: step %d is less than width %d x %d bytes per pixel = %d",
-			ErrBadSize, msg.Encoding, step, w, bpp, w*bpp)
+	if l.pairs && w%2 != 0 {
+		return rawLayout{}, fmt.Errorf("%w: %s image: width %d is odd; 4:2:2 pixels come in pairs that share U and V",
+			ErrBadSize, msg.Encoding, w)
+	}
+	if step < w*l.bpp {
+		return rawLayout{}, fmt.Errorf("%w: %s image: step %d is less than width %d x %d bytes per pixel = %d",
+			ErrBadSize, msg.Encoding, step, w, l.bpp, w*l.bpp)
 	}
 	if len(msg.Data) != step*h {
-		return Frame{}, fmt.Errorf("%w: %s image: data has %d bytes, height %d x step %d = %d",
+		return rawLayout{}, fmt.Errorf("%w: %s image: data has %d bytes, height %d x step %d = %d",
 			ErrBadSize, msg.Encoding, len(msg.Data), h, step, step*h)
 	}
-	return Frame{Width: w, Height: h, Stride: step, Format: format, Pix: msg.Data}, nil
+	return l, nil
+}
+
+// DecodeImage checks a raw image message and returns its Frame. It accepts
+// the encodings SupportedEncodings lists, with any row padding
+// (Step >= Width * bytes per pixel); Data must hold exactly Step * Height
+// bytes, as sensor_msgs/Image requires. IsBigendian does not matter for
+// 8-bit samples and is ignored.
+//
+// For rgb8, bgr8, rgba8, bgra8 and mono8 the Frame views msg.Data (no copy,
+// no allocation: it is valid as long as msg.Data is). yuv422 (UYVY),
+// yuv422_yuy2 (YUYV, both of even width) and the 8-bit Bayer mosaics are
+// converted into a new rgb8 buffer with the arithmetic of OpenCV's
+// cvtColor, as cv_bridge does (see Decoder.DecodeImage to reuse a buffer).
+func DecodeImage(msg *Image) (Frame, error) {
+	var d Decoder
+	return d.DecodeImage(msg)
 }

@@ -1,9 +1,10 @@
 package vision
 
-// Decoder decodes compressed images into a pixel buffer it owns and reuses.
-// A Decoder is not safe for concurrent use.
+// Decoder decodes compressed images, and raw ones that need converting,
+// into a pixel buffer it owns and reuses. A Decoder is not safe for
+// concurrent use.
 type Decoder struct {
-	pix []byte    // (H, W, 3) BGR, grown to the largest frame seen
+	pix []byte    // (H, W, 3) BGR or RGB (see the Frame), grown to the largest frame seen
 	msg [256]byte // the codec library's last message
 }
 
@@ -29,4 +30,27 @@ func (d *Decoder) DecodeCompressed(msg *CompressedImage) (Frame, error) {
 		return Frame{}, err
 	}
 	return Frame{Width: info.Width, Height: info.Height, Stride: info.Width * 3, Format: BGR8, Pix: pix}, nil
+}
+
+// DecodeImage is DecodeImage (the function) with the decoder's buffer: a
+// frame that views msg.Data is returned as it is; yuv422, yuv422_yuy2 and
+// Bayer frames are converted into the buffer, as an rgb8 Frame valid until
+// the next call. Once the buffer has grown to the frame size it does not
+// allocate.
+func (d *Decoder) DecodeImage(msg *Image) (Frame, error) {
+	l, err := inspectImage(msg)
+	if err != nil {
+		return Frame{}, err
+	}
+	w, h := int(msg.Width), int(msg.Height)
+	if l.view != 0 {
+		return Frame{Width: w, Height: h, Stride: int(msg.Step), Format: l.view, Pix: msg.Data}, nil
+	}
+	n := 3 * w * h
+	if cap(d.pix) < n {
+		d.pix = make([]byte, n)
+	}
+	pix := d.pix[:n]
+	l.convert(pix, msg.Data, int(msg.Step), w, h)
+	return Frame{Width: w, Height: h, Stride: 3 * w, Format: RGB8, Pix: pix}, nil
 }
