@@ -37,6 +37,8 @@ type diagState struct {
 //	<stage>_p50_ms, <stage>_p99_ms, <stage>_max_ms for every Stage (the last 64 ticks)
 //	image_age_ms (the last tick's), stale_frame_ticks, frames_in, frames_dropped, frames_refused, frames_repeated
 //	embeddings_refused, policy_errors, actions_modified_by_filter, actions_rejected, unpublished
+//	transforms_in, transforms_refused, joint_states_in, joint_states_refused, camera_info_in, camera_info_refused
+//	  (when the node reads the robot's tree, joints or camera_info)
 //
 // The level is OK while acting or waiting for a new episode, ERROR while the
 // e-stop is latched or a safety input unreadable, or when inference failed or an action was rejected
@@ -108,6 +110,14 @@ func (d *diagState) diagnostics(s Stats, now time.Time, in *Inputs, unpublished 
 	u("proprio_refused", s.ProprioBad)
 	u("instructions_refused", s.InstructionsBad)
 	u("stale_proprio_ticks", s.StaleProprio)
+	if in.robot != nil {
+		u("transforms_in", s.TransformsIn)
+		u("transforms_refused", s.TransformsBad)
+		u("joint_states_in", s.JointStatesIn)
+		u("joint_states_refused", s.JointStatesBad)
+		u("camera_info_in", s.CameraInfoIn)
+		u("camera_info_refused", s.CameraInfoBad)
+	}
 	u("policy_errors", s.PolicyErrors)
 	u("actions_modified_by_filter", s.Modified)
 	u("actions_rejected", s.Rejected)

@@ -174,6 +174,12 @@ type Loop struct {
 	// perStep are the action dimensions cfg.StepScale multiplies (none
 	// when it is 1).
 	perStep []int
+	// robotProprio and camera are what the gate read from the robot's
+	// tree at the frame's stamp (Inputs.SetRobot), for act to hand to the
+	// worker; detail says why the gate found none.
+	robotProprio []float32
+	camera       vision.CameraGeometry
+	detail       error
 
 	// Owned by the loop goroutine.
 	state     *policy.State // the committed state: steps whose actions were published
@@ -232,8 +238,8 @@ func NewLoop(p Stepper, cfg LoopConfig, clock ros.Clock, in *Inputs, sink Sink, 
 		}
 	}
 	l := &Loop{
-		perStep: perStep,
-		cfg:     cfg, period: cfg.Period(), pol: p, filter: filter, clock: clock, in: in, sink: sink, log: log,
+		perStep: perStep, robotProprio: make([]float32, len(p.Proprio())),
+		cfg: cfg, period: cfg.Period(), pol: p, filter: filter, clock: clock, in: in, sink: sink, log: log,
 		state: p.NewState(), proposed: make([]float32, n), out: make([]float32, n),
 		reason: ReasonNoFrame,
 		w: &worker{
@@ -371,6 +377,7 @@ func (l *Loop) episodeChanges(instr instruction) {
 
 // gate returns the first reason not to act, or ReasonNone.
 func (l *Loop) gate(now time.Time, instr instruction) Reason {
+	l.detail = nil
 	if l.cur != nil {
 		l.rec(StageImageAge, now.Sub(l.cur.stamp))
 	}
@@ -390,9 +397,11 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 	case instr.seq == 0:
 		return ReasonNoInstruction
 	}
+	rs := l.in.robot
 	readsProprio := len(l.w.proprio) > 0
+	fromTopic := readsProprio && (rs == nil || rs.names == nil)
 	at, haveProprio := l.in.proprioTime()
-	if readsProprio && !haveProprio {
+	if fromTopic && !haveProprio {
 		return ReasonNoProprio
 	}
 	switch age := now.Sub(l.cur.stamp); {
@@ -406,9 +415,22 @@ func (l *Loop) gate(now time.Time, instr instruction) Reason {
 	if l.cur.seq == l.badSeq {
 		return ReasonBadFrame
 	}
-	if age := now.Sub(at); readsProprio && (age > l.cfg.MaxProprioAge || age < -l.cfg.MaxProprioAge) {
+	if age := now.Sub(at); fromTopic && (age > l.cfg.MaxProprioAge || age < -l.cfg.MaxProprioAge) {
 		l.cnt.StaleProprio++
 		return ReasonStaleProprio
+	}
+	if readsProprio && !fromTopic {
+		if r, err := rs.proprio(l.robotProprio, l.cur.stamp, l.cfg.MaxProprioAge); r != ReasonNone {
+			l.cnt.StaleProprio += b2u(r == ReasonStaleProprio)
+			l.detail = err
+			return r
+		}
+	}
+	if rs != nil && rs.trained != nil {
+		if r, err := rs.camera(&l.camera, l.cur.stamp, l.cfg.MaxProprioAge); r != ReasonNone {
+			l.detail = err
+			return r
+		}
 	}
 	switch {
 	case l.done:
@@ -429,10 +451,19 @@ func (l *Loop) act(ctx context.Context, sched time.Time, instr instruction, dt f
 	if instr.useText {
 		w.obs.Embedding = nil
 	}
-	w.obs.Proprio = nil
-	if len(w.proprio) > 0 {
+	w.obs.Proprio, w.obs.Camera = nil, nil
+	rs := l.in.robot
+	switch {
+	case len(w.proprio) > 0 && rs != nil && rs.names != nil:
+		copy(w.proprio, l.robotProprio) // read by the gate at the frame's stamp
+		w.obs.Proprio = w.proprio
+	case len(w.proprio) > 0:
 		l.in.copyProprio(w.proprio) // gate saw a fresh reading; a newer one may have come since
 		w.obs.Proprio = w.proprio
+	}
+	if rs != nil && rs.trained != nil {
+		w.camera = l.camera
+		w.obs.Camera = &w.camera
 	}
 	repeated := l.cur.seq == l.usedSeq
 	l.usedSeq = l.cur.seq
@@ -526,6 +557,9 @@ func (l *Loop) setStatus(r Reason) {
 	prev := l.reason
 	l.reason, l.statusSet = r, true
 	text := statusText(r, l.hasActed)
+	if r.fromRobot() && l.detail != nil {
+		text += ": " + l.detail.Error()
+	}
 	if r == ReasonNone && l.cfg.StepScale != 1 {
 		text += fmt.Sprintf(" (rescaled: trained at %.3g Hz, running at %.3g Hz, per-step actions x%.3g)", l.cfg.TrainedRate, l.cfg.Rate, l.cfg.StepScale)
 	}
@@ -535,7 +569,7 @@ func (l *Loop) setStatus(r Reason) {
 		l.log.Info("acting", "episode", l.episode, "previous", prev.Key())
 	case r.waiting() || r == ReasonShutdown || r == ReasonEpisodeDone:
 		l.log.Info(text)
-	case r == ReasonStaleProprio:
+	case r == ReasonStaleProprio && l.detail == nil:
 		at, _ := l.in.proprioTime()
 		l.log.Warn(text, "age", l.clock.Now().Sub(at).Round(time.Millisecond), "max_proprio_age", l.cfg.MaxProprioAge)
 	case r == ReasonStaleFrame && l.cur != nil:
@@ -604,6 +638,11 @@ func (l *Loop) Stats() Stats {
 	s.EmbeddingsBad = l.in.embeddingsBad.Load()
 	s.ProprioIn = l.in.proprioIn.Load()
 	s.ProprioBad = l.in.proprioBad.Load()
+	if r := l.in.robot; r != nil {
+		s.TransformsIn, s.TransformsBad = r.tfIn.Load(), r.tfBad.Load()
+		s.JointStatesIn, s.JointStatesBad = r.jointIn.Load(), r.jointBad.Load()
+		s.CameraInfoIn, s.CameraInfoBad = r.infoIn.Load(), r.infoBad.Load()
+	}
 	s.InstructionsBad = l.in.instructionsBad.Load()
 	return s
 }
@@ -650,7 +689,8 @@ type worker struct {
 	frame   *frameIn
 	base    *policy.State // the committed state; read only during the job
 	obs     policy.Observation
-	proprio []float32 // the reading the job acts on; empty for a policy without proprioception
+	proprio []float32             // the reading the job acts on; empty for a policy without proprioception
+	camera  vision.CameraGeometry // the robot's camera calibration the job acts on (obs.Camera)
 
 	// result
 	scratch       *policy.State // base advanced by one step (on success)

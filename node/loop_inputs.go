@@ -12,6 +12,7 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/internal/tf"
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/vision"
 )
@@ -35,6 +36,10 @@ type Inputs struct {
 	frameSeq     uint64
 
 	framesIn, framesDropped, framesBad, embeddingsBad atomic.Uint64
+
+	// robot, when set (SetRobot), reads the robot's tree, joints and
+	// camera calibration; nil: proprioception from the proprio topic.
+	robot *robotState
 
 	proprioMu  sync.Mutex // proprioMu guards proprio and proprioAt
 	proprio    []float32  // the latest good reading; nil before the first
@@ -79,6 +84,61 @@ type instruction struct {
 	embedding []float32 // never modified once stored
 	useText   bool      // text (else embedding) is the current instruction
 	seq       uint64    // 0: nothing received yet
+}
+
+// SetRobot makes the inputs read the robot's proprioception and camera
+// calibration from its tree, joints and camera_info (PutTransform,
+// PutJointState, PutCameraInfo) as cfg says, for a policy that reads
+// proprioception names (nil: none) and back-projects through the
+// calibration trained (nil: none). Call it before the loop starts.
+func (in *Inputs) SetRobot(cfg RobotConfig, names []string, trained *vision.CameraGeometry) error {
+	r, err := newRobotState(cfg, names, trained)
+	if err != nil {
+		return err
+	}
+	in.robot = r
+	return nil
+}
+
+// ReadsRobot reports what SetRobot made the inputs read from the robot:
+// its tree and joints (proprioception), and its camera calibration.
+func (in *Inputs) ReadsRobot() (proprio, camera bool) {
+	if in.robot == nil {
+		return false, false
+	}
+	return in.robot.names != nil, in.robot.trained != nil
+}
+
+// PutTransform offers one transform of /tf (static false) or /tf_static:
+// the pose of child in parent at stamp. A transform the buffer refuses
+// (non-finite, a loop) is counted and its error returned; one far older
+// than its edge's latest, as after ROS time jumped back, makes the
+// dynamic transforms start afresh (jumped).
+func (in *Inputs) PutTransform(parent, child string, stamp time.Time, t tf.Transform, static bool) (jumped bool, err error) {
+	if in.robot == nil {
+		return false, nil
+	}
+	return in.robot.putTransform(parent, child, stamp, t, static)
+}
+
+// PutJointState offers a joint_states message; the zero stamp means now.
+func (in *Inputs) PutJointState(names []string, position []float64, stamp time.Time) error {
+	if in.robot == nil || in.robot.names == nil {
+		return nil
+	}
+	if isZeroStamp(stamp) {
+		stamp = in.clock.Now()
+	}
+	return in.robot.putJointState(names, position, stamp)
+}
+
+// PutCameraInfo offers a camera_info message: the frame it names, the
+// image size, K (row-major) and D.
+func (in *Inputs) PutCameraInfo(frame string, height, width uint32, k [9]float64, d []float64, stamp time.Time) error {
+	if in.robot == nil || in.robot.trained == nil {
+		return nil
+	}
+	return in.robot.putCameraInfo(frame, height, width, k, d, stamp)
 }
 
 // NewInputs returns empty inputs that stamp arrivals with clock; acting
@@ -320,14 +380,13 @@ func (in *Inputs) PutProprio(values []float32, label string, names []string) err
 // CheckProprio checks a proprioception reading against the names a
 // policy reads (see Inputs.PutProprio).
 func CheckProprio(values []float32, label string, names []string) error {
-	want := strings.Join(names, ";")
 	switch {
 	case len(names) == 0:
 		return errors.New("proprioception: the policy reads none")
-	case label != "" && label != want:
-		return fmt.Errorf("proprioception labelled %q, the policy reads %q", label, want)
+	case label != "" && label != strings.Join(names, ";"):
+		return fmt.Errorf("proprioception labelled %q, the policy reads %q", label, strings.Join(names, ";"))
 	case len(values) != len(names):
-		return fmt.Errorf("proprioception of %d values, the policy reads %d (%s)", len(values), len(names), want)
+		return fmt.Errorf("proprioception of %d values, the policy reads %d (%s)", len(values), len(names), strings.Join(names, ";"))
 	}
 	for i, v := range values {
 		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {

@@ -149,30 +149,35 @@ func (s Stage) String() string {
 
 // Counters are the loop's event counts since start.
 type Counters struct {
-	Ticks           uint64 // ticks run
-	Acted           uint64 // ticks that published the policy's action
-	Stopped         uint64 // ticks that published the stop action
-	Silent          uint64 // ticks that published nothing (before the first action)
-	DeadlineMisses  uint64 // inference not done by the deadline: stop published
-	Busy            uint64 // an overrunning inference still ran at the tick: stop published
-	SkippedTicks    uint64 // ticks not run at all: the loop itself woke more than a period late
-	LateDiscarded   uint64 // results of overrunning inferences thrown away
-	StaleFrames     uint64 // ticks stopped because the newest frame was too old
-	RepeatedFrames  uint64 // ticks that acted on a frame already used by an earlier tick
-	PolicyErrors    uint64 // inference failed (bad frame, non-finite output): stop published
-	Modified        uint64 // actions the safety filter changed (clamp, rate limit, workspace)
-	Rejected        uint64 // actions the filter rejected (non-finite): stop published
-	Episodes        uint64 // episodes started (memory resets)
-	EpisodesDone    uint64 // episodes ended by terminate or max_steps
-	FramesIn        uint64 // frames accepted by the slot
-	FramesDropped   uint64 // frames overwritten in the slot before a tick took them
-	FramesBad       uint64 // frames refused on arrival (encoding, size, corrupt header)
-	EmbeddingsBad   uint64 // upstream embeddings refused
-	StaleProprio    uint64 // ticks stopped because the newest proprioception was too old
-	ProprioIn       uint64 // proprioception readings accepted
-	ProprioBad      uint64 // proprioception readings refused (length, label, non-finite)
-	InstructionsBad uint64 // instructions refused (empty, over language.MaxInstructionBytes)
-	Unpublished     uint64 // outputs not sent because no ROS node was registered
+	Ticks          uint64 // ticks run
+	Acted          uint64 // ticks that published the policy's action
+	Stopped        uint64 // ticks that published the stop action
+	Silent         uint64 // ticks that published nothing (before the first action)
+	DeadlineMisses uint64 // inference not done by the deadline: stop published
+	Busy           uint64 // an overrunning inference still ran at the tick: stop published
+	SkippedTicks   uint64 // ticks not run at all: the loop itself woke more than a period late
+	LateDiscarded  uint64 // results of overrunning inferences thrown away
+	StaleFrames    uint64 // ticks stopped because the newest frame was too old
+	RepeatedFrames uint64 // ticks that acted on a frame already used by an earlier tick
+	PolicyErrors   uint64 // inference failed (bad frame, non-finite output): stop published
+	Modified       uint64 // actions the safety filter changed (clamp, rate limit, workspace)
+	Rejected       uint64 // actions the filter rejected (non-finite): stop published
+	Episodes       uint64 // episodes started (memory resets)
+	EpisodesDone   uint64 // episodes ended by terminate or max_steps
+	FramesIn       uint64 // frames accepted by the slot
+	FramesDropped  uint64 // frames overwritten in the slot before a tick took them
+	FramesBad      uint64 // frames refused on arrival (encoding, size, corrupt header)
+	EmbeddingsBad  uint64 // upstream embeddings refused
+	StaleProprio   uint64 // ticks stopped because the newest proprioception was too old
+	ProprioIn      uint64 // proprioception readings accepted
+	ProprioBad     uint64 // proprioception readings refused (length, label, non-finite)
+	// From the robot's tree, joints and camera_info (Inputs.SetRobot):
+	// messages taken and refused.
+	TransformsIn, TransformsBad   uint64
+	JointStatesIn, JointStatesBad uint64
+	CameraInfoIn, CameraInfoBad   uint64
+	InstructionsBad               uint64 // instructions refused (empty, over language.MaxInstructionBytes)
+	Unpublished                   uint64 // outputs not sent because no ROS node was registered
 }
 
 // Stats is a snapshot of the loop's statistics.

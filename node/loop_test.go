@@ -84,10 +84,15 @@ type harness struct {
 	phase  int
 }
 
-func newHarness(t *testing.T, p Stepper, cfg LoopConfig) *harness {
+// newHarness starts a loop of p with cfg on a manual clock; setup, if
+// any, configures its inputs before it starts.
+func newHarness(t *testing.T, p Stepper, cfg LoopConfig, setup ...func(*Inputs)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: ros.NewManualClock(time.Unix(1000, 0)), sink: &recordSink{}, done: make(chan struct{})}
 	h.in = NewInputs(h.clock)
+	for _, f := range setup {
+		f(h.in)
+	}
 	l, err := NewLoop(p, cfg, h.clock, h.in, h.sink, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -161,8 +161,15 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 	in := NewInputs(clock)
 	in.SetEnabled(!np.StartDisabled)
 	in.SetMaxFramePixels(np.MaxFramePixels)
+	if err := in.SetRobot(np.Robot, pol.Proprio(), pol.Spec().Policy.TargetGeometry); err != nil {
+		return nil, fmt.Errorf("node %s: %w", a.NodeName(), err)
+	}
+	proprioTopic := pol.Proprio()
+	if fromTree, _ := in.ReadsRobot(); fromTree {
+		proprioTopic = nil
+	}
 	resetWait := max(time.Second, 3*cfg.Period())
-	n.io = newROSIO(names, in, pol.ActionSpace(), pol.Spec().Language.Width, pol.Proprio(), sim, resetWait, log.Named("ros"))
+	n.io = newROSIO(names, in, pol.ActionSpace(), pol.Spec().Language.Width, proprioTopic, sim, resetWait, log.Named("ros"))
 	n.loop, err = NewLoop(pol, cfg, clock, in, n.io, log.Named("loop"))
 	if err != nil {
 		return nil, err
@@ -197,7 +204,8 @@ func Start(ctx context.Context, conf Config) (*Node, error) {
 		}
 		n.stopOnce.Do(func() { close(n.done) })
 	}()
-	log.Info("node started", "rate_hz", cfg.Rate, "deadline", cfg.Deadline, "max_image_age", cfg.MaxImageAge,
+	readsTree, readsCamera := in.ReadsRobot()
+	log.Info("node started", "rate_hz", cfg.Rate, "proprio_from_tf", readsTree, "camera_from_robot", readsCamera, "deadline", cfg.Deadline, "max_image_age", cfg.MaxImageAge,
 		"heartbeat_timeout", cfg.HeartbeatTimeout, "max_steps", cfg.MaxSteps, "reset_on_instruction", !cfg.KeepMemoryOnInstruction,
 		"use_sim_time", np.UseSimTime, "action", names[ros.TopicAction], "image", names[ros.TopicImage])
 	return n, nil

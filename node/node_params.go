@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/ros"
 
 	"github.com/ttmrobot/ttm/policy"
@@ -29,7 +30,18 @@ const DefaultMaxFramePixels = 1 << 22
 //	~deadline                float  0      seconds after a tick by which its action is out; 0 or more than the period: the period
 //	~max_image_age           float  0.5    seconds; older frames are not acted on (header stamp, or arrival when the stamp is zero)
 //	~max_frame_pixels        int    4194304  larger camera frames are refused before decoding (at most vision.MaxPixels)
-//	~max_proprio_age         float  0.5    seconds; a policy that reads proprioception does not act on an older reading (arrival time)
+//	~max_proprio_age         float  0.5    seconds; a policy that reads proprioception does not act on an older reading (from the topic: by arrival; from the robot's tree: its transforms and joint state at most this far from the frame's stamp)
+//	~proprio_source          string tf     tf: the hand from /tf and /tf_static, the gripper from joint_states; topic: the proprio topic
+//	~base_frame              string base_link  the robot's base frame (the hand's and the camera's poses are in it)
+//	~hand_frame              string hand   the frame whose origin is the hand
+//	~gripper_joint           string gripper_finger_joint  the joint in joint_states whose position is the gripper's
+//	~gripper_open            float  0.04   its position when open (closedness 0)
+//	~gripper_closed          float  0      its position when closed (closedness 1)
+//	~camera_geometry         string robot  robot: a policy that back-projects through the camera reads camera_info and /tf; checkpoint: the calibration it was trained with
+//	~camera_tolerance        float  0.05   largest relative difference of the robot's focal lengths and principal point from the policy's, and largest distortion coefficient
+//	~camera_mount_tolerance  float  0.05   metres between the robot's camera and the policy's
+//	~camera_angle_tolerance  float  0.05   radians of pitch difference, and of roll and yaw
+//	~accept_camera_mismatch  bool   false  act on the robot's camera calibration beyond the tolerances
 //	~heartbeat_timeout       float  0      seconds; 0 turns the heartbeat deadman off
 //	~max_steps               int    0      actions per episode; 0: unlimited
 //	~reset_on_instruction    bool   true   a new instruction starts a new episode
@@ -51,6 +63,7 @@ type NodeParams struct {
 	Loop              LoopConfig
 	Expect            policy.Expect // ActionSpace is always RT-1's
 	RateMismatch      RateMismatch
+	Robot             RobotConfig
 	MaxFramePixels    int
 	WarmupSteps       int
 	WarmupHeight      int
@@ -128,6 +141,23 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	c.MaxSteps = integer("~max_steps", 0)
 	c.KeepMemoryOnInstruction = !boolean("~reset_on_instruction", true)
 	np.StartDisabled = !boolean("~enabled", true)
+	str := func(name, def string) string {
+		v, err := p.String(ctx, name, def)
+		keep(err)
+		return v
+	}
+	rc := &np.Robot
+	rc.Proprio = ProprioSource(str("~proprio_source", string(ProprioTF)))
+	rc.BaseFrame = str("~base_frame", robot.FrameBase)
+	rc.HandFrame = str("~hand_frame", robot.FrameHand)
+	rc.GripperJoint = str("~gripper_joint", robot.JointGripper)
+	rc.GripperOpen = flt("~gripper_open", robot.GripperOpenPosition)
+	rc.GripperClosed = flt("~gripper_closed", robot.GripperClosedPosition)
+	rc.Camera = CameraSource(str("~camera_geometry", string(CameraRobot)))
+	rc.CameraTolerance = flt("~camera_tolerance", DefaultCameraTolerance)
+	rc.CameraMountTolerance = flt("~camera_mount_tolerance", DefaultCameraMountTolerance)
+	rc.CameraAngleTolerance = flt("~camera_angle_tolerance", DefaultCameraAngleTolerance)
+	rc.AcceptCameraMismatch = boolean("~accept_camera_mismatch", false)
 	maxRate, err := p.Float64s(ctx, "~max_rate", nil)
 	keep(err)
 	c.Safety.MaxRate = maxRate
@@ -179,6 +209,9 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	keep(err)
 	if firstErr != nil {
 		return NodeParams{}, firstErr
+	}
+	if err := np.Robot.defaults(); err != nil {
+		return NodeParams{}, &paramError{err}
 	}
 	if np.RateMismatch, err = ParseRateMismatch(mismatch); err != nil {
 		return NodeParams{}, &paramError{err}

@@ -92,7 +92,7 @@ func TestSoak(t *testing.T) {
 		threads = runtime.NumCPU()
 	}
 	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100",
-		"_rate_mismatch:=rescale")
+		"_rate_mismatch:=rescale", "_proprio_source:=topic", "_camera_geometry:=checkpoint") // a robot of the proprio topic's convention
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n, err := Start(ctx, Config{Args: args, Policy: ckpt, Threads: threads, Log: log})

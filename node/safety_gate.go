@@ -32,6 +32,9 @@ const (
 	ReasonFutureFrame                    // the newest frame is stamped more than ~max_image_age ahead of the clock
 	ReasonUnreadableSafety               // a publisher on e_stop or heartbeat sends a type the node cannot read
 	ReasonBadFrame                       // the newest frame did not decode
+	ReasonBadProprio                     // the proprioception read from the robot's tree is outside its range
+	ReasonNoCamera                       // the policy reads the robot's camera calibration and has no camera_info or camera transform yet
+	ReasonCameraMismatch                 // the robot's camera differs from the policy's calibration beyond the tolerances
 	numReasons
 )
 
@@ -55,6 +58,9 @@ var reasonText = [numReasons]string{
 	ReasonFutureFrame:      "camera frame stamped in the future (clocks out of step?)",
 	ReasonUnreadableSafety: "a publisher of another type on e_stop or heartbeat",
 	ReasonBadFrame:         "the newest camera frame did not decode",
+	ReasonBadProprio:       "proprioception out of range",
+	ReasonNoCamera:         "no camera calibration yet (camera_info and its transform)",
+	ReasonCameraMismatch:   "the robot's camera differs from the policy's calibration",
 }
 
 var reasonKey = [numReasons]string{
@@ -77,6 +83,9 @@ var reasonKey = [numReasons]string{
 	ReasonFutureFrame:      "future_frame",
 	ReasonUnreadableSafety: "unreadable_safety_input",
 	ReasonBadFrame:         "bad_frame",
+	ReasonBadProprio:       "bad_proprio",
+	ReasonNoCamera:         "no_camera_info",
+	ReasonCameraMismatch:   "camera_mismatch",
 }
 
 // String is a human-readable explanation.
@@ -98,5 +107,15 @@ func (r Reason) Key() string {
 
 // waiting reports whether r only means an input has not arrived yet.
 func (r Reason) waiting() bool {
-	return r == ReasonNoFrame || r == ReasonNoInstruction || r == ReasonNoProprio || r == ReasonNoHeartbeat
+	return r == ReasonNoFrame || r == ReasonNoInstruction || r == ReasonNoProprio || r == ReasonNoHeartbeat || r == ReasonNoCamera
+}
+
+// fromRobot reports whether r is about what the robot publishes of itself
+// (its tree, joints and camera calibration), whose status says more.
+func (r Reason) fromRobot() bool {
+	switch r {
+	case ReasonNoProprio, ReasonStaleProprio, ReasonBadProprio, ReasonNoCamera, ReasonCameraMismatch:
+		return true
+	}
+	return false
 }

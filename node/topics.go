@@ -12,11 +12,13 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/internal/tf"
 
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/geometry_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_srvs"
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/language"
@@ -25,7 +27,7 @@ import (
 
 // allNames are every topic and service name of the node.
 var allNames = []string{ros.TopicImage, ros.TopicCompressed, ros.TopicInstruction, ros.TopicEmbedding, ros.TopicEStop, ros.TopicEStopReset,
-	ros.TopicHeartbeat, ros.TopicProprio, ros.TopicAction, ros.TopicCmdVel, ros.TopicArm, ros.TopicGripper, ros.TopicEpisodeDone, ros.TopicStatus, ros.TopicDiagnostics,
+	ros.TopicHeartbeat, ros.TopicProprio, ros.TopicTF, ros.TopicTFStatic, ros.TopicJointStates, ros.TopicCameraInfo, ros.TopicAction, ros.TopicCmdVel, ros.TopicArm, ros.TopicGripper, ros.TopicEpisodeDone, ros.TopicStatus, ros.TopicDiagnostics,
 	ros.ServiceResetMemory, ros.ServiceEnable}
 
 // rosIO connects the loop to ROS: the subscribers fill Inputs, the
@@ -56,6 +58,9 @@ type rosIO struct {
 	badFrames  throttle
 	badEmb     throttle
 	badProprio throttle
+	badTF      throttle
+	badJoint   throttle
+	badInfo    throttle
 	badInstr   throttle
 	newInstr   throttle
 	// wrongTypes are the publishers of another type the last audit found;
@@ -81,6 +86,9 @@ func newROSIO(names map[string]string, in *Inputs, space action.Space, embWidth 
 		badFrames:  throttle{every: 10 * time.Second},
 		badEmb:     throttle{every: 10 * time.Second},
 		badProprio: throttle{every: 10 * time.Second},
+		badTF:      throttle{every: 10 * time.Second},
+		badJoint:   throttle{every: 10 * time.Second},
+		badInfo:    throttle{every: 10 * time.Second},
 		badInstr:   throttle{every: 10 * time.Second},
 		newInstr:   throttle{every: time.Second},
 	}
@@ -165,7 +173,48 @@ func (r *rosIO) inputs() []input {
 	if len(r.proprio) > 0 {
 		in = append(in, input{ros.TopicProprio, r.onProprio})
 	}
+	proprio, camera := r.in.ReadsRobot()
+	if proprio || camera {
+		in = append(in, input{ros.TopicTF, r.onTF}, input{ros.TopicTFStatic, r.onTFStatic})
+	}
+	if proprio {
+		in = append(in, input{ros.TopicJointStates, r.onJointState})
+	}
+	if camera {
+		in = append(in, input{ros.TopicCameraInfo, r.onCameraInfo})
+	}
 	return in
+}
+
+func (r *rosIO) onTF(m *tf2_msgs.TFMessage)       { r.putTF(m, false) }
+func (r *rosIO) onTFStatic(m *tf2_msgs.TFMessage) { r.putTF(m, true) }
+
+func (r *rosIO) putTF(m *tf2_msgs.TFMessage, static bool) {
+	for i := range m.Transforms {
+		ts := &m.Transforms[i]
+		p, q := ts.Transform.Translation, ts.Transform.Rotation
+		t := tf.Transform{Translation: [3]float64{p.X, p.Y, p.Z}, Rotation: [4]float64{q.X, q.Y, q.Z, q.W}}
+		jumped, err := r.in.PutTransform(ts.Header.FrameId, ts.ChildFrameId, ts.Header.Stamp, t, static)
+		if jumped {
+			r.log.Info("a transform far older than its frame's latest: ROS time jumped back; the dynamic transforms start afresh",
+				"parent", ts.Header.FrameId, "child", ts.ChildFrameId, "stamp", ts.Header.Stamp)
+		}
+		if err != nil && r.badTF.ok() {
+			r.log.Warn("transform refused", "static", static, "error", err, "refused_so_far", r.in.robot.tfBad.Load())
+		}
+	}
+}
+
+func (r *rosIO) onJointState(m *sensor_msgs.JointState) {
+	if err := r.in.PutJointState(m.Name, m.Position, m.Header.Stamp); err != nil && r.badJoint.ok() {
+		r.log.Warn("joint state refused", "topic", r.names[ros.TopicJointStates], "error", err, "refused_so_far", r.in.robot.jointBad.Load())
+	}
+}
+
+func (r *rosIO) onCameraInfo(m *sensor_msgs.CameraInfo) {
+	if err := r.in.PutCameraInfo(m.Header.FrameId, m.Height, m.Width, m.K, m.D, m.Header.Stamp); err != nil && r.badInfo.ok() {
+		r.log.Warn("camera_info refused", "topic", r.names[ros.TopicCameraInfo], "error", err, "refused_so_far", r.in.robot.infoBad.Load())
+	}
 }
 
 // inputTypes maps each resolved input topic onto the ROS type it is read

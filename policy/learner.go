@@ -388,7 +388,7 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 				if l.GeometryFromLabels && !s.OwnGeometry {
 					labels = s.Keypoints
 				}
-				pc.geometryInputs(l.props[t][nq:], s.Proprio, l.acts[t].KP, labels)
+				pc.geometryInputs(l.props[t][nq:], s.Proprio, l.acts[t].KP, labels, pc.TargetGeometry)
 			}
 			p.head.proprioToken(in[end:end+d], l.props[t])
 			end += d

@@ -395,7 +395,7 @@ func testLearnerMatchesStepTokens(t *testing.T, blind, proprio, geometry, memory
 		p.visionHd.Forward(frame, acts, s.Features, p.steerFrontEnd(acts.KP, emb, ref))
 		var q []float32
 		if proprio {
-			q = p.proprioInput(s.Proprio, acts.KP)
+			q = p.proprioInput(s.Proprio, acts.KP, nil)
 		}
 		if err := p.StepTokens(frame, q, ref, action); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -27,6 +28,12 @@ type Observation struct {
 	// (Config.Proprio); ignored by a policy without proprioception. It is
 	// checked for length and finite values.
 	Proprio []float32
+	// Camera, if not nil, is the head camera's calibration read from the
+	// robot (camera_info and /tf), which a policy with
+	// Config.TargetGeometry back-projects its keypoints through in place
+	// of the one it was trained with. Its size must be the trained one's
+	// (the network's input).
+	Camera *vision.CameraGeometry
 }
 
 // State is everything a policy carries from one step to the next: the
@@ -320,7 +327,7 @@ func (p *Policy) Step(obs *Observation, st *State, action []float32) error {
 	if err := p.front.EncodeInto(p.frame, obs.Frame, film); err != nil {
 		return err
 	}
-	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints(), obs.Camera), st, action)
 }
 
 // StepFeatures is Step from the frame's backbone feature map (C, N), as
@@ -337,7 +344,7 @@ func (p *Policy) StepFeatures(features []float32, obs *Observation, st *State, a
 	if err := p.front.EncodeFromFeatures(p.frame, features, film); err != nil {
 		return err
 	}
-	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints()), st, action)
+	return p.StepTokens(p.frame, p.proprioInput(q, p.front.Keypoints(), obs.Camera), st, action)
 }
 
 // frontEndInputs checks obs's instruction and proprioception and returns
@@ -351,6 +358,9 @@ func (p *Policy) frontEndInputs(obs *Observation, st *State) (film, q []float32,
 	}
 	if q, err = p.checkProprio(obs.Proprio); err != nil {
 		return nil, nil, err
+	}
+	if g, t := obs.Camera, p.spec.Policy.TargetGeometry; g != nil && t != nil && (g.Height != t.Height || g.Width != t.Width) {
+		return nil, nil, fmt.Errorf("policy: camera geometry for %dx%d images, the policy's is %dx%d", g.Height, g.Width, t.Height, t.Width)
 	}
 	return p.steerFrontEnd(p.front.Keypoints(), emb, st), q, nil
 }
@@ -387,15 +397,16 @@ func (p *Policy) feedbackOf(st *State, noMemory bool) []float32 {
 
 // proprioInput returns the proprioception token's input for the robot's
 // reading q and the frame's keypoints kp: q, then with TargetGeometry
-// where the target (and its destination) stand on the work surface; nil
-// for a policy without the token.
-func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs) []float32 {
+// where the target (and its destination) stand on the work surface,
+// through camera (nil: TargetGeometry's calibration); nil for a policy
+// without the token.
+func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs, camera *vision.CameraGeometry) []float32 {
 	if len(p.proprio) == 0 {
 		return nil
 	}
 	copy(p.proprio, q)
 	if c := &p.spec.Policy; c.TargetGeometry != nil {
-		c.geometryInputs(p.proprio[len(q):], q, kp, nil)
+		c.geometryInputs(p.proprio[len(q):], q, kp, nil, cmp.Or(camera, c.TargetGeometry))
 	}
 	return p.proprio
 }
@@ -404,16 +415,17 @@ func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs) []float32 {
 // into dst: for each point, where keypoint channel 1+i of kp lies on the
 // work surface, or where its label lies wherever labels (the keypoint
 // supervision's layout: u, v, weight per point; nil for none) show it;
-// then, with GeometryRelative, the points relative to the hand. Step and
-// the Learner both call it, so inference and training read the same.
-func (c *Config) geometryInputs(dst, q []float32, kp *vision.KeypointActs, labels []float32) {
+// then, with GeometryRelative, the points relative to the hand; all
+// through the calibration g. Step and the Learner both call it, so
+// inference and training read the same.
+func (c *Config) geometryInputs(dst, q []float32, kp *vision.KeypointActs, labels []float32, g *vision.CameraGeometry) {
 	const per = vision.KeypointLabelLen
 	for i := range c.geometryPoints() {
 		pt, ch := dst[i*c.geometryPointLen():], 1+i
 		if len(labels) >= (ch+1)*per && labels[ch*per+2] > 0 {
-			labelledGeometry(pt, c.TargetGeometry, labels[ch*per], labels[ch*per+1])
+			labelledGeometry(pt, g, labels[ch*per], labels[ch*per+1])
 		} else {
-			targetGeometry(pt, c.TargetGeometry, kp, ch)
+			targetGeometry(pt, g, kp, ch)
 		}
 	}
 	c.relativeGeometry(dst, q)

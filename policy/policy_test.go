@@ -376,23 +376,40 @@ func TestTargetGeometry(t *testing.T) {
 	}
 	defer p.Close()
 	q := []float32{0.5, 0, 0.9, 0.2}
-	if err := p.Step(&Observation{Frame: frame(5), Instruction: "pick the apple", Proprio: q}, p.NewState(), make([]float32, 11)); err != nil {
-		t.Fatal(err)
-	}
-	want := slices.Clone(q)
-	for c := 1; c <= 2; c++ { // the target, its destination
-		u, v, _ := p.Keypoint(c)
-		x, y, ok := p.Spec().Policy.TargetGeometry.Backproject(u, v)
-		if ok { // and from the hand, in units of 5 cm
-			want = append(want, x, y, 1, (x-q[0])/0.05, (y-q[1])/0.05)
-		} else {
-			want = append(want, 0, 0, 0, 0, 0)
+	trained := *p.Spec().Policy.TargetGeometry
+	robot := trained // the robot's camera, as the node reads it: mounted 3 cm higher, pitched 0.02 rad more
+	robot.Mount[2] += 0.03
+	robot.Pitch += 0.02
+	for _, tc := range []struct {
+		name   string
+		camera *vision.CameraGeometry
+		want   vision.CameraGeometry
+	}{{"trained calibration", nil, trained}, {"the robot's", &robot, robot}} {
+		obs := &Observation{Frame: frame(5), Instruction: "pick the apple", Proprio: q, Camera: tc.camera}
+		if err := p.Step(obs, p.NewState(), make([]float32, 11)); err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(q)
+		for c := 1; c <= 2; c++ { // the target, its destination
+			u, v, _ := p.Keypoint(c)
+			x, y, ok := tc.want.Backproject(u, v)
+			if ok { // and from the hand, in units of 5 cm
+				want = append(want, x, y, 1, (x-q[0])/0.05, (y-q[1])/0.05)
+			} else {
+				want = append(want, 0, 0, 0, 0, 0)
+			}
+		}
+		for i := range want {
+			if math.Abs(float64(p.proprio[i]-want[i])) > 1e-5*max(1, math.Abs(float64(want[i]))) {
+				t.Fatalf("%s: proprioception token input %v, want %v", tc.name, p.proprio, want)
+			}
 		}
 	}
-	for i := range want {
-		if math.Abs(float64(p.proprio[i]-want[i])) > 1e-5*max(1, math.Abs(float64(want[i]))) {
-			t.Fatalf("proprioception token input %v, want %v", p.proprio, want)
-		}
+	small := robot
+	small.Height /= 2
+	err = p.Step(&Observation{Frame: frame(5), Instruction: "pick the apple", Proprio: q, Camera: &small}, p.NewState(), make([]float32, 11))
+	if err == nil || !strings.Contains(err.Error(), "camera geometry for 64x160 images") {
+		t.Errorf("a calibration for another image size: %v", err)
 	}
 	for _, tc := range []struct {
 		name string

@@ -55,7 +55,7 @@ func DefaultTopics() Topics {
 		Proprio:     "proprio",
 		TF:          "/tf",
 		TFStatic:    "/tf_static",
-		JointStates: "joint_states",
+		JointStates: "/joint_states",
 		CameraInfo:  "headcam/camera_info",
 	}
 }

@@ -85,7 +85,11 @@ func runAttack(env *environment, args []string) error {
 	}
 	if _, err := ros.LookupNode(ctx, uri, *ns+"/"+attackNodeName, 2*time.Second); err != nil {
 		a.nodeLog = filepath.Join(*out, "node.log")
-		pn, _, err := startPolicyNode(ctx, env, self, *ckpt, a.nodeLog, uri, demoConfig{rate: attackRate, threads: *threads, ns: *ns})
+		pn, _, err := startPolicyNode(ctx, env, self, *ckpt, a.nodeLog, uri, demoConfig{rate: attackRate, threads: *threads, ns: *ns,
+			// The attacker is a robot of the first convention: proprioception on
+			// our topic, no camera_info (the node's tree and camera_info
+			// checks have tests of their own).
+			nodeArgs: []string{"_proprio_source:=" + string(node.ProprioTopic), "_camera_geometry:=" + string(node.CameraCheckpoint)}})
 		if err != nil {
 			return err
 		}

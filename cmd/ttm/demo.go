@@ -25,6 +25,7 @@ type demoConfig struct {
 	maxSteps  int
 	ns        string // ROS namespace of both nodes
 	keepAlive bool   // leave roscore running if the demo started it
+	nodeArgs  []string // more ROS arguments of the policy node
 }
 
 // runDemo runs the project end to end over ROS: a master (roscore, started

@@ -134,18 +134,19 @@ func rosDemo(ctx context.Context, env *environment, c demoConfig) error {
 func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath, uri string, c demoConfig) (*proc, float64, error) {
 	rate := c.rate
 	for {
-		p, err := startProc("policy node", logPath, self, "node", "--policy", ckpt, "--threads", strconv.Itoa(c.threads),
-			"_rate:="+strconv.FormatFloat(rate, 'g', -1, 64), "_warmup_steps:="+strconv.Itoa(node.MinWarmupSteps),
+		args := []string{"node", "--policy", ckpt, "--threads", strconv.Itoa(c.threads),
+			"_rate:=" + strconv.FormatFloat(rate, 'g', -1, 64), "_warmup_steps:=" + strconv.Itoa(node.MinWarmupSteps),
 			// In lockstep a frame goes out right after an action, almost a
 			// period before the tick that acts on it: the node must accept
 			// frames that old (its default, 0.5 s, is less than a period
 			// below 2 Hz).
-			"_max_image_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64),
-			"_max_proprio_age:="+strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64), // it comes with each frame
+			"_max_image_age:=" + strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64),
+			"_max_proprio_age:=" + strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64), // it comes with each frame
 			// The simulator steps once per action, each one trained step
 			// (sim.StepSeconds), whatever the wall clock's rate.
-			"_rate_mismatch:="+string(node.RateLockstep),
-			"__name:=ttm_node", "__ns:="+c.ns, "__master:="+uri)
+			"_rate_mismatch:=" + string(node.RateLockstep),
+			"__name:=ttm_node", "__ns:=" + c.ns, "__master:=" + uri}
+		p, err := startProc("policy node", logPath, self, append(args, c.nodeArgs...)...)
 		if err != nil {
 			return nil, 0, err
 		}

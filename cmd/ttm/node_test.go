@@ -41,6 +41,27 @@ func smallPolicy(t *testing.T) string {
 
 // armPolicy is a fresh checkpoint of preset with its head biased to arm
 // mode, as smallPolicy.
+// withRate writes a copy of the checkpoint at path that records it learnt
+// at hz (policy.Config.Rate), as ttm train writes it, beside it.
+func withRate(t *testing.T, path string, hz float64) string {
+	t.Helper()
+	f, err := safetensors.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := policy.ParseConfig([]byte(f.Metadata[policy.ConfigKey]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Rate = hz
+	f.Metadata[policy.ConfigKey] = c.JSON()
+	out := strings.TrimSuffix(path, ".safetensors") + "-rated.safetensors"
+	if err := safetensors.WriteFile(out, f); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func armPolicy(t *testing.T, preset string) string {
 	t.Helper()
 	spec, err := policy.Preset(preset)
@@ -91,10 +112,11 @@ func (l *lockedBuffer) String() string {
 // roslaunch's __name:=, __log:= and remaps), feeds it frames and an
 // instruction with rostopic pub, and checks that the launch file's
 // namespace, remap and parameters took effect: the node's name, the camera
-// topic it subscribes, rosparam, and the 5 Hz action rate of sim.yaml.
+// topic it subscribes, rosparam, and the action rate: by default the one
+// the policy learnt at (4 Hz here).
 func TestNodeLaunch(t *testing.T) {
 	m := rostest.StartMaster(t)
-	ckpt := smallPolicy(t)
+	ckpt := withRate(t, smallPolicy(t), 4)
 	launchDir, err := filepath.Abs("../../launch")
 	if err != nil {
 		t.Fatal(err)
@@ -187,11 +209,11 @@ func TestNodeLaunch(t *testing.T) {
 		}
 	}
 	rate, n := echoRate(t, res[0].Out)
-	if math.Abs(rate-5)/5 > 0.02 {
-		t.Errorf("/sim/action at %.3f Hz over %d messages, want sim.yaml's 5 Hz within 2 %%", rate, n)
+	if math.Abs(rate-4)/4 > 0.02 {
+		t.Errorf("/sim/action at %.3f Hz over %d messages, want the policy's 4 Hz within 2 %%", rate, n)
 	}
 	t.Logf("/sim/action: %.3f Hz over %d messages", rate, n)
-	for i, want := range []string{"5.0", "300"} {
+	for i, want := range []string{"0.0", "300"} { // ~rate 0: the policy's
 		if got := strings.TrimSpace(res[1+i].Out); got != want {
 			t.Errorf("%v = %q, want %q (sim.yaml)", res[1+i].Cmd, got, want)
 		}

@@ -307,13 +307,24 @@ func checkLiveBag(t *testing.T, path, ckpt string, orig *sim.RecordedEpisode, or
 }
 
 // TestRecordReplayProprioWithROS: over a real roscore, ttm replay --ros
-// republishes an expert episode's proprioception (labelled) before each of
-// its frames, so a node running a policy that reads proprioception
-// (small-proprio) acts on the replay instead of waiting in no_proprio; ttm
-// record --ros takes the proprio topic with the rest, so ReadEpisode gives
-// every step of the live bag the reading sent with its frame, and the
-// offline replay of that bag runs the proprioceptive policy.
+// republishes an expert episode's robot state before each of its frames
+// (the hand on /tf, the gripper on /joint_states, and our labelled
+// proprio topic), so a node running a policy that reads proprioception
+// (small-proprio), from the robot's tree or from the topic, acts on the
+// replay instead of waiting in no_proprio; ttm record --ros takes them
+// with the rest, so ReadEpisode gives every step of the live bag the
+// reading sent with its frame, and the offline replay of that bag runs the
+// proprioceptive policy.
 func TestRecordReplayProprioWithROS(t *testing.T) {
+	for _, tc := range []struct {
+		source string
+		topic  string // the topic the node reads the hand from
+	}{{"tf", "/joint_states"}, {"topic", "proprio"}} {
+		t.Run(tc.source, func(t *testing.T) { testRecordReplayProprio(t, tc.source, tc.topic) })
+	}
+}
+
+func testRecordReplayProprio(t *testing.T, source, topic string) {
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "small-proprio")
 	dir := t.TempDir()
@@ -330,14 +341,18 @@ func TestRecordReplayProprioWithROS(t *testing.T) {
 	}
 
 	const ns = "/rp"
-	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0")
+	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0",
+		"_proprio_source:="+source)
 	live := filepath.Join(dir, "live.bag")
 	rec := startTTMProc(t, m, "ttm record --ros", "record", "--ros", "--out", live, "__ns:="+ns)
-	rostest.WaitFor(t, 60*time.Second, "the policy node and the recorder subscribed to the proprioception", func() error {
+	if !strings.HasPrefix(topic, "/") {
+		topic = ns + "/" + topic
+	}
+	rostest.WaitFor(t, 60*time.Second, "the policy node and the recorder subscribed to "+topic, func() error {
 		if err := rec.running(); err != nil {
 			t.Fatal(err)
 		}
-		out, err := m.Run(5*time.Second, "rostopic", "info", ns+"/proprio")
+		out, err := m.Run(5*time.Second, "rostopic", "info", topic)
 		if err != nil {
 			return err
 		}
@@ -346,8 +361,8 @@ func TestRecordReplayProprioWithROS(t *testing.T) {
 		}
 		return nil
 	})
-	if st := pn.Stats(); st.Acted != 0 || st.ProprioIn != 0 {
-		t.Fatalf("before the replay the node acted %d times on %d readings", st.Acted, st.ProprioIn)
+	if st := pn.Stats(); st.Acted != 0 || st.ProprioIn != 0 || st.JointStatesIn != 0 {
+		t.Fatalf("before the replay the node acted %d times on %d readings, %d joint states", st.Acted, st.ProprioIn, st.JointStatesIn)
 	}
 	code, stdout, stderr := runCmd(t, "replay", bag, "--ros", "__master:="+m.URI, "__ns:="+ns)
 	if code != 0 {
@@ -358,9 +373,13 @@ func TestRecordReplayProprioWithROS(t *testing.T) {
 		t.Fatalf("replay --ros: %q (%v); want %d frames", stdout, err, len(orig.Steps))
 	}
 	st := pn.Stats()
-	if st.Acted < 5 || st.ProprioIn == 0 || st.ProprioBad != 0 {
+	readIn, refused := st.ProprioIn, st.ProprioBad
+	if source == "tf" {
+		readIn, refused = min(st.JointStatesIn, st.TransformsIn), st.JointStatesBad+st.TransformsBad
+	}
+	if st.Acted < 5 || readIn == 0 || refused != 0 {
 		t.Errorf("the node acted %d times (published %d actions, reason now %v) on %d readings, %d refused; want it acting on the replayed proprioception",
-			st.Acted, published, st.Reason, st.ProprioIn, st.ProprioBad)
+			st.Acted, published, st.Reason, readIn, refused)
 	}
 	if err := rec.stop(syscall.SIGINT, 20*time.Second); err != nil {
 		t.Fatalf("ttm record --ros after SIGINT: %v", err)

@@ -21,8 +21,8 @@ import (
 // in /sim. The simulator drives its episodes with the policy node's actions;
 // when they are done it exits, and roslaunch (required="true") stops
 // everything and exits by itself. The policy reads proprioception
-// (small-proprio), which the launch file's proprio argument remaps for both
-// nodes: without the reading the policy node would never act.
+// (small-proprio), which the policy node takes from the simulator's /tf and
+// /joint_states: without them it would never act.
 func TestSimLaunch(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "small-proprio") // never terminates: every episode runs to max_steps
@@ -36,7 +36,7 @@ func TestSimLaunch(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "episodes")
 	cmd := exec.Command(rostest.Tool(t, "roslaunch"), "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "rate:=2",
-		"tasks:=pick,drawer", "max_steps:=10", "size:=64x80", "out:="+out, "proprio:=/sim/arm_state")
+		"tasks:=pick,drawer", "max_steps:=10", "size:=64x80", "out:="+out)
 	cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = 5 * time.Second // a node that outlives roslaunch must not hold Wait on its output
@@ -78,7 +78,7 @@ func TestSimLaunch(t *testing.T) {
 		return nil
 	})
 	res := m.RunParallel(20*time.Second, []string{"rosnode", "list"}, []string{"rostopic", "info", "/sim/camera/image_raw"},
-		[]string{"rostopic", "info", "/sim/arm_state"})
+		[]string{"rostopic", "info", "/tf"}, []string{"rostopic", "info", "/joint_states"})
 	for _, r := range res {
 		if r.Err != nil {
 			t.Fatal(r.Err)
@@ -89,7 +89,7 @@ func TestSimLaunch(t *testing.T) {
 			t.Errorf("rosnode list lacks %s:\n%s", n, res[0].Out)
 		}
 	}
-	for i, topic := range []string{"camera", "proprioception"} {
+	for i, topic := range []string{"camera", "tf", "joint states"} {
 		if info := res[1+i].Out; !strings.Contains(info, "Publishers: \n * /sim/ttm_sim") || !strings.Contains(info[strings.Index(info, "Subscribers:"):], "/sim/ttm_node") {
 			t.Errorf("the simulator does not publish the %s topic the policy node reads:\n%s", topic, info)
 		}

@@ -186,39 +186,50 @@ func TestSimROSDrivenByNode(t *testing.T) {
 }
 
 // TestSimROSDrivesProprioPolicy: `ttm sim --ros` publishes the robot's
-// proprioception, labelled, with every frame, and a policy node that reads
-// it (the small-proprio preset) drives the simulator over a real roscore.
+// state with every frame, as a robot (/tf, /joint_states) and on our
+// labelled proprio topic, and a policy node that reads it (the
+// small-proprio preset), from either, drives the simulator over a real
+// roscore.
 func TestSimROSDrivesProprioPolicy(t *testing.T) {
-	m := rostest.StartMaster(t)
-	ckpt := armPolicy(t, "small-proprio")
-	const ns = "/prop"
-	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0")
-	done := make(chan int, 1)
-	var stdout, stderr string
-	go func() {
-		var code int
-		code, stdout, stderr = runCmd(t, "sim", "--ros", "--tasks", "pick", "--episodes", "1", "--seed", "3",
-			"--size", "128x160", "--max-steps", "4", "--out", t.TempDir(), "--start-timeout", "60s", "__master:="+m.URI, "__ns:="+ns)
-		done <- code
-	}()
-	out := m.MustRun(20*time.Second, "rostopic", "echo", "-n", "1", ns+"/proprio")
-	if !strings.Contains(out, `label: "hand_x;hand_y;hand_z;gripper"`) || !strings.Contains(out, "size: 4") {
-		t.Errorf("proprio message:\n%s", out)
-	}
-	select {
-	case code := <-done:
-		if code != 0 {
-			t.Fatalf("ttm sim --ros: exit %d\n%s", code, stderr)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatal("ttm sim --ros did not finish an episode of 4 steps within 90 s")
-	}
-	if f := strings.Fields(strings.Split(strings.TrimSpace(stdout), "\n")[1]); f[0] != "pick" || f[5] != "4.0" {
-		t.Errorf("success table row %q: want pick at 4 steps", f)
-	}
-	st := pn.Stats()
-	if st.ProprioIn < 4 || st.ProprioBad != 0 || st.Acted < 4 {
-		t.Errorf("policy node: %d readings in, %d refused, %d actions; want a reading per frame, none refused, an action per step", st.ProprioIn, st.ProprioBad, st.Acted)
+	for _, source := range []string{"tf", "topic"} {
+		t.Run(source, func(t *testing.T) {
+			m := rostest.StartMaster(t)
+			ckpt := armPolicy(t, "small-proprio")
+			const ns = "/prop"
+			pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0",
+				"_proprio_source:="+source)
+			done := make(chan int, 1)
+			var stdout, stderr string
+			go func() {
+				var code int
+				code, stdout, stderr = runCmd(t, "sim", "--ros", "--tasks", "pick", "--episodes", "1", "--seed", "3",
+					"--size", "128x160", "--max-steps", "4", "--out", t.TempDir(), "--start-timeout", "60s", "__master:="+m.URI, "__ns:="+ns)
+				done <- code
+			}()
+			out := m.MustRun(20*time.Second, "rostopic", "echo", "-n", "1", ns+"/proprio")
+			if !strings.Contains(out, `label: "hand_x;hand_y;hand_z;gripper"`) || !strings.Contains(out, "size: 4") {
+				t.Errorf("proprio message:\n%s", out)
+			}
+			select {
+			case code := <-done:
+				if code != 0 {
+					t.Fatalf("ttm sim --ros: exit %d\n%s", code, stderr)
+				}
+			case <-time.After(90 * time.Second):
+				t.Fatal("ttm sim --ros did not finish an episode of 4 steps within 90 s")
+			}
+			if f := strings.Fields(strings.Split(strings.TrimSpace(stdout), "\n")[1]); f[0] != "pick" || f[5] != "4.0" {
+				t.Errorf("success table row %q: want pick at 4 steps", f)
+			}
+			st := pn.Stats()
+			readIn, refused := st.ProprioIn, st.ProprioBad
+			if source == "tf" {
+				readIn, refused = st.JointStatesIn, st.JointStatesBad+st.TransformsBad
+			}
+			if readIn < 4 || refused != 0 || st.Acted < 4 {
+				t.Errorf("policy node: %d readings in, %d refused, %d actions; want a reading per frame, none refused, an action per step", readIn, refused, st.Acted)
+			}
+		})
 	}
 }
 

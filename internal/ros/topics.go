@@ -24,7 +24,7 @@ const (
 	TopicProprio       = "proprio"                      // std_msgs/Float32MultiArray, in (policies that read proprioception)
 	TopicTF            = "/tf"                          // tf2_msgs/TFMessage, in: odom -> base_link, arm_mount -> hand
 	TopicTFStatic      = "/tf_static"                   // tf2_msgs/TFMessage, in, latched: the robot's fixed frames
-	TopicJointStates   = "joint_states"                 // sensor_msgs/JointState, in: the gripper's finger joint
+	TopicJointStates   = "/joint_states"                // sensor_msgs/JointState, in: the gripper's finger joint (global, as robots publish it)
 	TopicCameraInfo    = "headcam/camera_info"          // sensor_msgs/CameraInfo, in: beside the image, same stamp
 	TopicAction        = "action"                       // std_msgs/Float32MultiArray, out
 	TopicCmdVel        = "cmd_vel"                      // geometry_msgs/Twist, out

@@ -156,10 +156,10 @@ func (b *Buffer) Add(parent, child string, stamp time.Time, t Transform, static 
 			return err
 		}
 		c := &b.frames[ci]
-		if !static && !c.static && c.parent == pi {
+		if !static && !c.static && c.parent == pi && len(c.samples) > c.start {
 			newest := c.samples[len(c.samples)-1].stamp
 			if ns < newest-b.history {
-				return errorf(ErrInvalid, "transform %s -> %s: stamp %s s older than the newest, beyond the history of %s s (has time jumped back? Clear the buffer)",
+				return errorf(ErrTooOld, "transform %s -> %s: stamp %s s older than the newest, beyond the history of %s s (has time jumped back?)",
 					parent, child, seconds(time.Duration(newest-ns)), seconds(time.Duration(b.history)))
 			}
 		}
@@ -351,6 +351,9 @@ func (b *Buffer) up(i int32, acc Transform, ns int64, latest bool, tol int64) (T
 		return f.fixed.Mul(acc), nil
 	}
 	live := f.samples[f.start:]
+	if len(live) == 0 { // cleared (ClearDynamic)
+		return Transform{}, errorf(ErrExtrapolation, "%s -> %s: no transform since ROS time jumped back", b.frames[f.parent].name, f.name)
+	}
 	if latest {
 		return live[len(live)-1].t.Mul(acc), nil
 	}
@@ -404,7 +407,7 @@ func (b *Buffer) Frames() []FrameInfo {
 		out[i] = FrameInfo{Name: f.name, Static: f.static}
 		if f.parent >= 0 {
 			out[i].Parent = b.frames[f.parent].name
-			if !f.static {
+			if !f.static && len(f.samples) > f.start {
 				out[i].Newest = time.Unix(0, f.samples[len(f.samples)-1].stamp)
 			}
 		}
@@ -413,8 +416,18 @@ func (b *Buffer) Frames() []FrameInfo {
 	return out
 }
 
-// Clear forgets all frames and transforms (used when ROS time jumps
-// backwards, e.g. a bag loops).
+// ClearDynamic forgets every dynamic edge's transforms and keeps the
+// frames and the static transforms (/tf_static is latched: published
+// once). For ROS time that jumps backwards, as when a bag loops.
+func (b *Buffer) ClearDynamic() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := range b.frames {
+		b.frames[i].samples, b.frames[i].start = b.frames[i].samples[:0], 0
+	}
+}
+
+// Clear forgets all frames and transforms.
 func (b *Buffer) Clear() {
 	b.mu.Lock()
 	defer b.mu.Unlock()

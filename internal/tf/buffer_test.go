@@ -288,7 +288,7 @@ func TestHistory(t *testing.T) {
 	if _, err := b.Lookup("a", "b", at(4), 0); err != nil {
 		t.Errorf("4 s pruned: %v", err)
 	}
-	if err := b.Add("a", "b", at(3.9), Identity(), false); !errors.Is(err, ErrInvalid) ||
+	if err := b.Add("a", "b", at(3.9), Identity(), false); !errors.Is(err, ErrTooOld) ||
 		!strings.Contains(err.Error(), "1.1 s older than the newest, beyond the history of 1 s") {
 		t.Errorf("stamp beyond the history: %v", err)
 	}
@@ -300,6 +300,29 @@ func TestHistory(t *testing.T) {
 	f := &b.frames[b.index["b"]]
 	if n := len(f.samples) - f.start; n != 4 {
 		t.Errorf("%d samples kept, want 4", n)
+	}
+}
+
+// TestClearDynamic: after ROS time jumps back (a bag loops), the dynamic
+// edges start again and the latched static ones stay.
+func TestClearDynamic(t *testing.T) {
+	b := NewBuffer(BufferConf{History: time.Second})
+	mustAdd(t, b, "base", "mount", time.Time{}, tr(0, 0, 1, qID), true)
+	mustAdd(t, b, "mount", "hand", at(100), tr(0.5, 0, 0, qID), false)
+	if err := b.Add("mount", "hand", at(10), Identity(), false); !errors.Is(err, ErrTooOld) {
+		t.Fatalf("a stamp 90 s back: %v", err)
+	}
+	b.ClearDynamic()
+	if _, err := b.Lookup("base", "hand", at(100), 0); !errors.Is(err, ErrExtrapolation) {
+		t.Errorf("the cleared edge still answers: %v", err)
+	}
+	if f := b.Frames(); len(f) != 3 || !f[1].Newest.IsZero() {
+		t.Errorf("frames after clearing %+v, want base, hand (no samples), mount", f)
+	}
+	mustAdd(t, b, "mount", "hand", at(10), tr(0.25, 0, 0, qID), false)
+	got, err := b.Lookup("base", "hand", at(10), 0)
+	if err != nil || got.Translation != [3]float64{0.25, 0, 1} {
+		t.Errorf("after the jump: %v %v, want (0.25, 0, 1) through the static edge", got, err)
 	}
 }
 

@@ -23,6 +23,10 @@ var (
 	// ErrInvalid: an Add with bad names, values or stamp, or a Lookup at a
 	// time outside ROS time or whose result is not finite.
 	ErrInvalid = errors.New("tf: invalid transform")
+	// ErrTooOld: an Add of a dynamic transform stamped further behind its
+	// edge's newest than the history: ROS time jumped back (a bag loops),
+	// or a publisher is far behind. ClearDynamic starts the edges afresh.
+	ErrTooOld = errors.New("tf: transform older than the history")
 	// ErrTooManyFrames: an Add that would exceed BufferConf.MaxFrames.
 	ErrTooManyFrames = errors.New("tf: too many frames")
 )

@@ -88,6 +88,8 @@ func FuzzBuffer(f *testing.F) {
 			case 7:
 				if op&0x70 == 0x70 {
 					b.Clear()
+				} else if op&0x70 == 0x60 {
+					b.ClearDynamic()
 				} else if n := len(b.Frames()); n > 16 {
 					t.Fatalf("%d frames, bound 16", n)
 				}
