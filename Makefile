@@ -90,7 +90,7 @@ bench: build setup-test
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
 DEMO_POLICY ?= launch/checkpoints/kitchen/policy.safetensors
-DEMO_RATE ?= 3
+DEMO_RATE ?= 0
 DEMO_TASKS ?= all
 DEMO_EPISODES ?= 1
 DEMO_ARGS ?=

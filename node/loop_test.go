@@ -20,7 +20,9 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/damage"
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/ros"
+	"github.com/ttmrobot/ttm/internal/tf"
 
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/vision"
@@ -861,12 +863,25 @@ func (s *allocSink) Status(string, Reason) {}
 // for a policy that reads proprioception, and for one that also places its
 // target and regresses its arm (RT-1's layout, another head).
 func TestLoopTickAllocatesNothing(t *testing.T) {
-	for _, path := range []string{actingPath(t), proprioPath(t), targetPath(t)} {
-		testLoopTickAllocatesNothing(t, path)
+	rgb := SyntheticImage(128, 160, 1)
+	yuv := &vision.Image{Height: 128, Width: 160, Encoding: "yuv422", Step: 320, Data: rgb.Data[:320*128]} // UYVY, converted by the worker
+	for _, tc := range []struct {
+		name  string
+		path  string
+		robot bool // proprioception and camera from the robot's tree, joints and camera_info
+		frame *vision.Image
+	}{
+		{"plain", actingPath(t), false, rgb},
+		{"proprio topic", proprioPath(t), false, rgb},
+		{"target geometry", targetPath(t), false, rgb},
+		{"robot's tree and camera", targetPath(t), true, rgb},
+		{"yuv422 frames", actingPath(t), false, yuv},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLoopTickAllocatesNothing(t, tc.path, tc.robot, tc.frame) })
 	}
 }
 
-func testLoopTickAllocatesNothing(t *testing.T, path string) {
+func testLoopTickAllocatesNothing(t *testing.T, path string, fromRobot bool, frame *vision.Image) {
 	p := loadPolicy(t, path)
 	clock := &ros.WallClock{} // a manual clock allocates a channel per move
 	in := NewInputs(clock)
@@ -875,7 +890,36 @@ func testLoopTickAllocatesNothing(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := p.Proprio(); names != nil {
+	now := clock.Now()
+	switch names := p.Proprio(); {
+	case fromRobot:
+		if err := in.SetRobot(RobotConfig{}, names, p.Spec().Policy.TargetGeometry); err != nil {
+			t.Fatal(err)
+		}
+		g := p.Spec().Policy.TargetGeometry
+		for _, e := range []struct {
+			parent, child string
+			at            time.Time
+			t             tf.Transform
+		}{
+			{robot.FrameBase, robot.FrameArmMount, time.Time{}, tf.Transform{Translation: [3]float64{0, -0.25, 1.15}, Rotation: tf.Identity().Rotation}},
+			{robot.FrameArmMount, robot.FrameHand, now, tf.Transform{Translation: [3]float64{0.5, 0.2, -0.3}, Rotation: tf.Identity().Rotation}},
+			{robot.FrameBase, robot.FrameCamera, time.Time{}, tf.Transform{Translation: g.Mount, Rotation: tf.FromRPY(0, g.Pitch, 0)}},
+			{robot.FrameCamera, robot.FrameCameraOptical, time.Time{}, tf.Transform{Rotation: tf.FromRPY(-math.Pi/2, 0, -math.Pi/2)}},
+		} {
+			if _, err := in.PutTransform(e.parent, e.child, e.at, e.t, e.at.IsZero()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f := float64(g.Height) / 2 / math.Tan(g.VFOV/2)
+		k := [9]float64{f, 0, float64(g.Width-1) / 2, 0, f, float64(g.Height-1) / 2, 0, 0, 1}
+		if err := in.PutCameraInfo(robot.FrameCameraOptical, uint32(g.Height), uint32(g.Width), k, nil, now); err != nil {
+			t.Fatal(err)
+		}
+		if err := in.PutJointState([]string{robot.JointGripper}, []float64{0.02}, now); err != nil {
+			t.Fatal(err)
+		}
+	case names != nil:
 		if err := in.PutProprio([]float32{0.3, 0, 1, 0}, "", names); err != nil {
 			t.Fatal(err)
 		}
@@ -885,7 +929,9 @@ func testLoopTickAllocatesNothing(t *testing.T, path string) {
 	go l.w.run(ctx)
 	defer func() { cancel(); <-l.w.exited }()
 	in.SetInstruction("pick up the coke can")
-	in.PutImage(SyntheticImage(128, 160, 1), clock.Now())
+	if err := in.PutImage(frame, now); err != nil {
+		t.Fatal(err)
+	}
 	tick := func() { l.tick(ctx, clock.Now()) }
 	for range 3 {
 		tick() // first steps: the language cache, the filter's first action
@@ -895,7 +941,7 @@ func testLoopTickAllocatesNothing(t *testing.T, path string) {
 		t.Errorf("a tick allocates %v times", allocs)
 	}
 	if sink.n != 24 || l.cnt.Acted != 24 {
-		t.Errorf("published %d, acted %d; want 24", sink.n, l.cnt.Acted)
+		t.Errorf("published %d, acted %d; want 24 (reason %v, %v)", sink.n, l.cnt.Acted, l.reason, l.detail)
 	}
 	if allocs := testing.AllocsPerRun(10, func() { _ = l.Stats() }); allocs != 0 {
 		t.Errorf("Stats allocates %v times", allocs)
