@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/rawimage"
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
 
@@ -89,7 +90,7 @@ type ReadOptions struct {
 
 // ReadEpisode reads an episode bag: one written by RecordEpisode, or one
 // `rosbag record` took from a live node. Frames may be sensor_msgs/Image
-// (rgb8, bgr8 or mono8) or CompressedImage (read only when the bag has no
+// (any encoding of rawimage.Names, as the node reads them) or CompressedImage (read only when the bag has no
 // raw frames); they become rgb8. Each action
 // is paired with the latest frame recorded at or before it (by record
 // time), the frame the node acted on; frames with no action after them
@@ -326,41 +327,26 @@ func bagTopics(r *rosbag.Reader) string {
 	return fmt.Sprint(names)
 }
 
-// rawToRGB converts a raw frame to a new rgb8 buffer.
+// rawToRGB converts a raw frame in any encoding of package rawimage to a
+// new rgb8 buffer.
 func rawToRGB(m *rosbag.Image) ([]byte, error) {
-	var bpp int
-	switch m.Encoding {
-	case "rgb8", "bgr8":
-		bpp = 3
-	case "mono8":
-		bpp = 1
-	default:
-		return nil, fmt.Errorf("encoding %q: only rgb8, bgr8 and mono8 frames are read", m.Encoding)
+	enc, err := rawimage.Lookup(m.Encoding)
+	if err != nil {
+		return nil, err
 	}
+	bpp := int64(enc.BytesPerPixel)
 	h, w, step := int64(m.Height), int64(m.Width), int64(m.Step)
 	if h <= 0 || w <= 0 || h > MaxImageSide || w > MaxImageSide {
 		return nil, fmt.Errorf("%dx%d %s frame: each side must be in [1, %d]", h, w, m.Encoding, MaxImageSide)
 	}
-	if step < w*int64(bpp) || int64(len(m.Data)) < (h-1)*step+w*int64(bpp) {
+	if enc.Pairs && w%2 != 0 {
+		return nil, fmt.Errorf("%dx%d %s frame: the width is odd; 4:2:2 pixels come in pairs that share U and V", h, w, m.Encoding)
+	}
+	if step < w*bpp || int64(len(m.Data)) < (h-1)*step+w*bpp {
 		return nil, fmt.Errorf("%dx%d %s frame with step %d has %d bytes of data", h, w, m.Encoding, step, len(m.Data))
 	}
 	out := make([]byte, h*w*3)
-	for y := range h {
-		row := m.Data[y*step : y*step+w*int64(bpp)]
-		dst := out[y*w*3 : (y+1)*w*3]
-		switch m.Encoding {
-		case "rgb8":
-			copy(dst, row)
-		case "bgr8":
-			for x := int64(0); x < w; x++ {
-				dst[3*x], dst[3*x+1], dst[3*x+2] = row[3*x+2], row[3*x+1], row[3*x]
-			}
-		case "mono8":
-			for x, v := range row {
-				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
-			}
-		}
-	}
+	enc.ToRGB(out, m.Data, int(step), int(w), int(h))
 	return out, nil
 }
 
