@@ -13,6 +13,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/rawimage"
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
 
@@ -30,8 +31,9 @@ type RecordedStep struct {
 	// bag without them (a robot's).
 	Keypoints []float32
 	// Proprio is the latest proprioception recorded before the action
-	// (State.Proprio's layout for the simulator's bags), nil in a bag
-	// without it.
+	// (State.Proprio's layout for the simulator's bags), or in a bag
+	// without a proprio topic the reading of the robot's tree at the
+	// frame's stamp (see ReadEpisode); nil when there is none.
 	Proprio []float32
 }
 
@@ -50,8 +52,9 @@ type RecordedEpisode struct {
 	Unpaired int
 	// ProprioLabel is the label of the first proprioception message's
 	// layout (layout.dim[0].label: "hand_x;hand_y;hand_z;gripper" in the
-	// simulator's bags), "" when it has none or the bag has no
-	// proprioception; a replay republishes it with the readings.
+	// simulator's bags, and for readings of the robot's tree), "" when it
+	// has none or the bag has no proprioception; a replay republishes it
+	// with the readings.
 	ProprioLabel string
 	// TFStatic is the bag's first tf_static message, nil in a bag without
 	// one.
@@ -85,11 +88,26 @@ type ReadOptions struct {
 	// image/jpeg and image/png; give vision's OpenCV decoder to decode
 	// exactly as the node does.
 	DecodeCompressed CompressedDecoder
+	// The robot's description, to read the proprioception of a bag
+	// without a proprio topic from its tf and joint_states, as the node
+	// does (node.RobotConfig): BaseFrame and HandFrame (defaults
+	// robot.FrameBase and robot.FrameHand) name the frames whose relation
+	// is the hand's position; GripperJoint (default robot.JointGripper) is
+	// the joint whose position says how closed the gripper is: 0 at
+	// GripperOpen, 1 at GripperClosed (defaults robot.GripperOpenPosition
+	// and robot.GripperClosedPosition when GripperJoint is empty and both
+	// are 0), linear in between.
+	BaseFrame, HandFrame       string
+	GripperJoint               string
+	GripperOpen, GripperClosed float64
+	// ProprioTolerance is how far from a frame's stamp the tree and the
+	// gripper joint may be read. It defaults to DefaultProprioTolerance.
+	ProprioTolerance time.Duration
 }
 
 // ReadEpisode reads an episode bag: one written by RecordEpisode, or one
 // `rosbag record` took from a live node. Frames may be sensor_msgs/Image
-// (rgb8, bgr8 or mono8) or CompressedImage (read only when the bag has no
+// (any encoding of rawimage.Names, as the node reads them) or CompressedImage (read only when the bag has no
 // raw frames); they become rgb8. Each action
 // is paired with the latest frame recorded at or before it (by record
 // time), the frame the node acted on; frames with no action after them
@@ -97,6 +115,15 @@ type ReadOptions struct {
 // computed from is shared by their steps. A bag without actions gives a
 // step per frame with a nil Action. The instruction is the first on the
 // instruction topic (or opts.Instruction); all frames must have one size.
+//
+// A step's Proprio is the latest reading on the proprio topic before its
+// action. A bag without a proprio topic (a robot's) has it from the
+// robot's tree instead, as the node reads it: the hand frame's origin in
+// the base frame at the frame's stamp (tf_static and tf), and the gripper
+// joint's closedness (joint_states), each within opts.ProprioTolerance of
+// the frame, labelled "hand_x;hand_y;hand_z;gripper"; a step whose tree
+// gives no such reading in range keeps a nil Proprio. When both exist (the
+// simulator's bags) the proprio topic wins.
 func ReadEpisode(path string, opts ReadOptions) (*RecordedEpisode, error) {
 	r, err := rosbag.Open(path)
 	if err != nil {
@@ -111,6 +138,9 @@ func ReadEpisode(path string, opts ReadOptions) (*RecordedEpisode, error) {
 }
 
 func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
+	if err := opts.treeOptions(); err != nil {
+		return nil, err
+	}
 	topics := opts.Topics.resolve(opts.Namespace)
 	decode := opts.DecodeCompressed
 	if decode == nil {
@@ -131,6 +161,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 		str         rosbag.String
 		arr         rosbag.Float32MultiArray
 		flag        rosbag.Bool
+		tree        = robotTree{joint: opts.GripperJoint, sorted: true}
 	)
 	setFrame := func(rgb []byte, fh, fw int, st, recTime time.Time) error {
 		if h == 0 {
@@ -138,9 +169,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 		} else if fh != h || fw != w {
 			return fmt.Errorf("frame at %v is %dx%d, the first frame was %dx%d", recTime.Format(time.RFC3339Nano), fh, fw, h, w)
 		}
-		if st.IsZero() || st.Equal(time.Unix(0, 0)) {
-			st = recTime
-		}
+		st = stampOr(st, recTime)
 		frame, stamp, keypoints = rgb, st, nil
 		frames = append(frames, RecordedStep{Stamp: st, Image: rgb, Proprio: proprio})
 		return nil
@@ -236,6 +265,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			if ep.TFStatic == nil {
 				ep.TFStatic = &m
 			}
+			tree.tf = append(tree.tf, treeMessage{&m, true})
 		case topics.TF, topics.JointStates, topics.CameraInfo:
 			var m rosbag.Message
 			switch rec.Conn.Topic {
@@ -250,6 +280,12 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 				return nil, fmt.Errorf("%s: %w", rec.Conn.Topic, err)
 			}
 			ep.Robot = append(ep.Robot, RecordedMessage{Time: recTime, Msg: m})
+			switch m := m.(type) {
+			case *rosbag.TFMessage:
+				tree.tf = append(tree.tf, treeMessage{m, false})
+			case *rosbag.JointState:
+				tree.putJoints(m, recTime)
+			}
 		case topics.EpisodeDone:
 			if err := rec.Decode(&flag); err != nil {
 				return nil, err
@@ -267,6 +303,9 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 	}
 	if actionLen < 0 { // no actions: a step per frame
 		ep.Steps = frames
+	}
+	if proprio == nil && tree.deriveProprio(ep.Steps, &opts) {
+		ep.ProprioLabel = proprioLayout.Dim[0].Label
 	}
 	if len(ep.Steps) == 0 {
 		return nil, fmt.Errorf("no frames with actions on %s or %s and %s (topics in the bag: %s)", topics.Image, topics.Compressed, topics.Action, bagTopics(r))
@@ -326,41 +365,26 @@ func bagTopics(r *rosbag.Reader) string {
 	return fmt.Sprint(names)
 }
 
-// rawToRGB converts a raw frame to a new rgb8 buffer.
+// rawToRGB converts a raw frame in any encoding of package rawimage to a
+// new rgb8 buffer.
 func rawToRGB(m *rosbag.Image) ([]byte, error) {
-	var bpp int
-	switch m.Encoding {
-	case "rgb8", "bgr8":
-		bpp = 3
-	case "mono8":
-		bpp = 1
-	default:
-		return nil, fmt.Errorf("encoding %q: only rgb8, bgr8 and mono8 frames are read", m.Encoding)
+	enc, err := rawimage.Lookup(m.Encoding)
+	if err != nil {
+		return nil, err
 	}
+	bpp := int64(enc.BytesPerPixel)
 	h, w, step := int64(m.Height), int64(m.Width), int64(m.Step)
 	if h <= 0 || w <= 0 || h > MaxImageSide || w > MaxImageSide {
 		return nil, fmt.Errorf("%dx%d %s frame: each side must be in [1, %d]", h, w, m.Encoding, MaxImageSide)
 	}
-	if step < w*int64(bpp) || int64(len(m.Data)) < (h-1)*step+w*int64(bpp) {
+	if enc.Pairs && w%2 != 0 {
+		return nil, fmt.Errorf("%dx%d %s frame: the width is odd; 4:2:2 pixels come in pairs that share U and V", h, w, m.Encoding)
+	}
+	if step < w*bpp || int64(len(m.Data)) < (h-1)*step+w*bpp {
 		return nil, fmt.Errorf("%dx%d %s frame with step %d has %d bytes of data", h, w, m.Encoding, step, len(m.Data))
 	}
 	out := make([]byte, h*w*3)
-	for y := range h {
-		row := m.Data[y*step : y*step+w*int64(bpp)]
-		dst := out[y*w*3 : (y+1)*w*3]
-		switch m.Encoding {
-		case "rgb8":
-			copy(dst, row)
-		case "bgr8":
-			for x := int64(0); x < w; x++ {
-				dst[3*x], dst[3*x+1], dst[3*x+2] = row[3*x+2], row[3*x+1], row[3*x]
-			}
-		case "mono8":
-			for x, v := range row {
-				dst[3*x], dst[3*x+1], dst[3*x+2] = v, v, v
-			}
-		}
-	}
+	enc.ToRGB(out, m.Data, int(step), int(w), int(h))
 	return out, nil
 }
 

@@ -538,6 +538,12 @@ func TestReadEncodings(t *testing.T) {
 	bgr[0], bgr[2] = 1, 2
 	rgbSwapped := bytes.Clone(rgb)
 	rgbSwapped[0], rgbSwapped[2] = 2, 1
+	var rgba, bgra []byte
+	for i := 0; i < len(rgb); i += 3 {
+		rgba = append(rgba, rgb[i], rgb[i+1], rgb[i+2], 0xEE)
+		bgra = append(bgra, bgr[i], bgr[i+1], bgr[i+2], 0xEE)
+	}
+	white, flat := bytes.Repeat([]byte{255}, 3*h*w), bytes.Repeat([]byte{90}, 3*h*w)
 	for _, tc := range []struct {
 		name string
 		msg  rosbag.Message
@@ -547,6 +553,16 @@ func TestReadEncodings(t *testing.T) {
 		{"rgb8 with row padding", &rosbag.Image{Height: h, Width: w, Encoding: "rgb8", Step: w*3 + 2, Data: padded}, rgb, ""},
 		{"bgr8", &rosbag.Image{Height: h, Width: w, Encoding: "bgr8", Step: w * 3, Data: bgr}, rgbSwapped, ""},
 		{"mono8", &rosbag.Image{Height: h, Width: w, Encoding: "mono8", Step: w, Data: grey}, rgb, ""},
+		{"rgba8", &rosbag.Image{Height: h, Width: w, Encoding: "rgba8", Step: w * 4, Data: rgba}, rgb, ""},
+		{"bgra8", &rosbag.Image{Height: h, Width: w, Encoding: "bgra8", Step: w * 4, Data: bgra}, rgbSwapped, ""},
+		// U = V = 128, Y = 235: white.
+		{"yuv422", &rosbag.Image{Height: h, Width: w, Encoding: "yuv422", Step: w * 2, Data: bytes.Repeat([]byte{128, 235}, h*w)}, white, ""},
+		{"yuv422_yuy2", &rosbag.Image{Height: h, Width: w, Encoding: "yuv422_yuy2", Step: w * 2, Data: bytes.Repeat([]byte{235, 128}, h*w)}, white, ""},
+		// A flat grey scene through any mosaic is that grey.
+		{"bayer_grbg8", &rosbag.Image{Height: h, Width: w, Encoding: "bayer_grbg8", Step: w, Data: flat[:h*w]}, flat, ""},
+		{"bayer_rggb8", &rosbag.Image{Height: h, Width: w, Encoding: "bayer_rggb8", Step: w, Data: flat[:h*w]}, flat, ""},
+		{"odd 4:2:2 width", &rosbag.Image{Height: h, Width: w - 1, Encoding: "yuv422", Step: w * 2, Data: make([]byte, 2*h*w)}, nil, "width is odd"},
+		{"upper case", &rosbag.Image{Height: h, Width: w, Encoding: "RGB8", Step: w * 3, Data: rgb}, nil, `use "rgb8"`},
 		{"png", &rosbag.CompressedImage{Format: "png", Data: pngData.Bytes()}, rgb, ""},
 		{"16UC1", &rosbag.Image{Height: h, Width: w, Encoding: "16UC1", Step: 2 * w, Data: make([]byte, 2*h*w)}, nil, `encoding "16UC1"`},
 		{"short data", &rosbag.Image{Height: h, Width: w, Encoding: "rgb8", Step: w * 3, Data: rgb[:10]}, nil, "has 10 bytes"},

@@ -19,7 +19,7 @@
 // the message's bytes (no copy). It converts yuv422 (UYVY), yuv422_yuy2
 // (YUYV) and the 8-bit Bayer mosaics (bayer_rggb8, bayer_bggr8, bayer_gbrg8,
 // bayer_grbg8) to rgb8 with the arithmetic of OpenCV's cvtColor, which
-// cv_bridge uses: the same bytes, borders included (image_convert.go);
+// cv_bridge uses: the same bytes, borders included (internal/rawimage);
 // Decoder.DecodeImage converts into a buffer it reuses. 16-bit, signed and
 // floating-point encodings (depth images: 16UC1, mono16, 32FC1,
 // bayer_rggb16 ...) are rejected with ErrDepthImage,

@@ -3,8 +3,8 @@ package vision
 import (
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
+
+	"github.com/ttmrobot/ttm/internal/rawimage"
 )
 
 // Errors returned by the decoders; the wrapped message says exactly what is
@@ -12,10 +12,10 @@ import (
 var (
 	// ErrUnsupportedEncoding: an encoding or compressed format this package
 	// does not decode (YUV 4:2:0, nv12, multi-channel 8UC3 ...).
-	ErrUnsupportedEncoding = errors.New("unsupported image encoding")
+	ErrUnsupportedEncoding = rawimage.ErrUnsupported
 	// ErrDepthImage: a 16-bit, 32-bit or 64-bit encoding, typically a depth
 	// image (16UC1, mono16, 32FC1, bayer_rggb16, compressedDepth ...).
-	ErrDepthImage = errors.New("depth or high-bit-depth image")
+	ErrDepthImage = rawimage.ErrDepth
 	// ErrBadSize: dimensions, step and byte count do not agree, or exceed
 	// MaxSide / MaxPixels.
 	ErrBadSize = errors.New("inconsistent image size")
@@ -147,82 +147,12 @@ func checkDims(w, h int) error {
 	return nil
 }
 
-// rawLayout is how a raw encoding lays out its pixels: either as a Frame
-// can view them (view), or in a layout that convert turns into rgb8.
-type rawLayout struct {
-	bpp     int                                   // bytes per pixel in the message
-	view    PixelFormat                           // the format of a Frame viewing the data; 0: convert
-	convert func(dst, src []byte, step, w, h int) // src rows of step bytes -> dst (h, w, 3) RGB
-	pairs   bool                                  // 4:2:2: two pixels share U and V, so the width is even
-}
-
-// rawEncodings are the sensor_msgs/Image encodings DecodeImage reads.
-var rawEncodings = map[string]rawLayout{
-	"rgb8":        {bpp: 3, view: RGB8},
-	"bgr8":        {bpp: 3, view: BGR8},
-	"rgba8":       {bpp: 4, view: RGBA8},
-	"bgra8":       {bpp: 4, view: BGRA8},
-	"mono8":       {bpp: 1, view: Gray8},
-	"yuv422":      {bpp: 2, convert: uyvyToRGB, pairs: true},
-	"yuv422_yuy2": {bpp: 2, convert: yuy2ToRGB, pairs: true},
-	"bayer_rggb8": {bpp: 1, convert: bayerRGGBToRGB},
-	"bayer_bggr8": {bpp: 1, convert: bayerBGGRToRGB},
-	"bayer_gbrg8": {bpp: 1, convert: bayerGBRGToRGB},
-	"bayer_grbg8": {bpp: 1, convert: bayerGRBGToRGB},
-}
+// views are the encodings a Frame views as they are; the others are
+// converted to rgb8 (rawimage).
+var views = map[string]PixelFormat{"rgb8": RGB8, "bgr8": BGR8, "rgba8": RGBA8, "bgra8": BGRA8, "mono8": Gray8}
 
 // SupportedEncodings lists the raw encodings DecodeImage accepts.
-func SupportedEncodings() []string {
-	names := make([]string, 0, len(rawEncodings))
-	for n := range rawEncodings {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-// encodingProblem explains why a known but unsupported encoding is refused.
-func encodingProblem(enc string) error {
-	supported := strings.Join(SupportedEncodings(), ", ")
-	e := strings.ToLower(enc)
-	_, lowerKnown := rawEncodings[e]
-	switch {
-	case isDepthEncoding(e):
-		return fmt.Errorf("%w: encoding %q has more than 8 bits per channel; the policy takes 8-bit colour or grey frames (%s)", ErrDepthImage, enc, supported)
-	case enc != e && lowerKnown:
-		return fmt.Errorf("%w: encoding %q: ROS encodings are lower case, use %q", ErrUnsupportedEncoding, enc, e)
-	case strings.HasPrefix(e, "bayer_"):
-		return fmt.Errorf("%w: encoding %q is not an 8-bit Bayer mosaic of a known pattern; decoded are bayer_rggb8, bayer_bggr8, bayer_gbrg8 and bayer_grbg8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
-	case e == "uyvy" || e == "yuv422_uyvy":
-		return fmt.Errorf("%w: encoding %q: ROS calls UYVY (U0 Y0 V0 Y1) %q", ErrUnsupportedEncoding, enc, "yuv422")
-	case e == "yuyv" || e == "yuy2":
-		return fmt.Errorf("%w: encoding %q: ROS calls YUYV (Y0 U0 Y1 V0) %q", ErrUnsupportedEncoding, enc, "yuv422_yuy2")
-	case strings.HasPrefix(e, "yuv") || strings.HasPrefix(e, "nv") || e == "i420" || e == "iyuv" || e == "yv12" || e == "yvyu":
-		return fmt.Errorf("%w: encoding %q: of the YUV layouts only 4:2:2 yuv422 (UYVY) and yuv422_yuy2 (YUYV) are decoded; publish one of them or rgb8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
-	case e == "8uc1":
-		return fmt.Errorf("%w: encoding %q does not say it is grey; publish it as mono8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
-	case strings.HasPrefix(e, "8uc") || strings.HasPrefix(e, "8sc"):
-		return fmt.Errorf("%w: encoding %q does not say its channel order; publish rgb8, bgr8, rgba8 or bgra8 (supported: %s)", ErrUnsupportedEncoding, enc, supported)
-	case enc == "":
-		return fmt.Errorf("%w: empty encoding (supported: %s)", ErrUnsupportedEncoding, supported)
-	}
-	return fmt.Errorf("%w: encoding %q (supported: %s)", ErrUnsupportedEncoding, enc, supported)
-}
-
-// isDepthEncoding reports whether a lower-case ROS encoding has samples
-// wider than 8 bits: mono16, rgb16 ..., 16UC1, 32FC1, bayer_rggb16 ...
-func isDepthEncoding(e string) bool {
-	switch e {
-	case "mono16", "rgb16", "bgr16", "rgba16", "bgra16":
-		return true
-	}
-	for _, p := range []string{"16u", "16s", "32s", "32f", "64f"} {
-		if strings.HasPrefix(e, p) {
-			return true
-		}
-	}
-	return strings.HasPrefix(e, "bayer_") && strings.HasSuffix(e, "16")
-}
+func SupportedEncodings() []string { return rawimage.Names() }
 
 // ImageInfo is what a raw image message's header says.
 type ImageInfo struct {
@@ -236,36 +166,37 @@ type ImageInfo struct {
 // InspectImage checks a raw image message as DecodeImage does, without
 // touching its pixels, and does not allocate.
 func InspectImage(msg *Image) (ImageInfo, error) {
-	l, err := inspectImage(msg)
+	_, view, err := inspectImage(msg)
 	if err != nil {
 		return ImageInfo{}, err
 	}
-	return ImageInfo{Width: int(msg.Width), Height: int(msg.Height), Converted: l.view == 0}, nil
+	return ImageInfo{Width: int(msg.Width), Height: int(msg.Height), Converted: view == 0}, nil
 }
 
-// inspectImage checks msg and returns its encoding's layout.
-func inspectImage(msg *Image) (rawLayout, error) {
-	l, ok := rawEncodings[msg.Encoding]
-	if !ok {
-		return rawLayout{}, encodingProblem(msg.Encoding)
+// inspectImage checks msg and returns its encoding, and the format of a
+// Frame that views it (0: it is converted).
+func inspectImage(msg *Image) (rawimage.Encoding, PixelFormat, error) {
+	l, err := rawimage.Lookup(msg.Encoding)
+	if err != nil {
+		return l, 0, err
 	}
 	w, h, step := int(msg.Width), int(msg.Height), int(msg.Step)
 	if err := checkDims(w, h); err != nil {
-		return rawLayout{}, fmt.Errorf("%s image: %w", msg.Encoding, err)
+		return l, 0, fmt.Errorf("%s image: %w", msg.Encoding, err)
 	}
-	if l.pairs && w%2 != 0 {
-		return rawLayout{}, fmt.Errorf("%w: %s image: width %d is odd; 4:2:2 pixels come in pairs that share U and V",
+	if l.Pairs && w%2 != 0 {
+		return l, 0, fmt.Errorf("%w: %s image: width %d is odd; 4:2:2 pixels come in pairs that share U and V",
 			ErrBadSize, msg.Encoding, w)
 	}
-	if step < w*l.bpp {
-		return rawLayout{}, fmt.Errorf("%w: %s image: step %d is less than width %d x %d bytes per pixel = %d",
-			ErrBadSize, msg.Encoding, step, w, l.bpp, w*l.bpp)
+	if step < w*l.BytesPerPixel {
+		return l, 0, fmt.Errorf("%w: %s image: step %d is less than width %d x %d bytes per pixel = %d",
+			ErrBadSize, msg.Encoding, step, w, l.BytesPerPixel, w*l.BytesPerPixel)
 	}
 	if len(msg.Data) != step*h {
-		return rawLayout{}, fmt.Errorf("%w: %s image: data has %d bytes, height %d x step %d = %d",
+		return l, 0, fmt.Errorf("%w: %s image: data has %d bytes, height %d x step %d = %d",
 			ErrBadSize, msg.Encoding, len(msg.Data), h, step, step*h)
 	}
-	return l, nil
+	return l, views[msg.Encoding], nil
 }
 
 // DecodeImage checks a raw image message and returns its Frame. It accepts

@@ -181,65 +181,6 @@ func TestConvertMatchesOpenCV(t *testing.T) {
 	}
 }
 
-// TestBayerFlatColours: a uniformly coloured scene mosaicked through each
-// pattern decodes to that colour everywhere, borders included: a pattern
-// read as another would swap red and blue or mix green into them.
-func TestBayerFlatColours(t *testing.T) {
-	const w, h = 8, 6
-	for _, enc := range []string{"bayer_rggb8", "bayer_bggr8", "bayer_gbrg8", "bayer_grbg8"} {
-		for _, c := range [][3]byte{{200, 0, 0}, {0, 200, 0}, {0, 0, 200}, {10, 120, 240}} {
-			scene := make([]byte, 3*w*h)
-			for i := 0; i < len(scene); i += 3 {
-				copy(scene[i:i+3], c[:])
-			}
-			msg := &Image{Width: w, Height: h, Encoding: enc, Step: w, Data: mosaic(scene, w, h, enc[6:10])}
-			f, err := DecodeImage(msg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := 0; i < len(f.Pix); i += 3 {
-				if got := [3]byte(f.Pix[i : i+3]); got != c {
-					t.Errorf("%s scene %v: pixel (%d, %d) is %v", enc, c, i/3%w, i/3/w, got)
-					break
-				}
-			}
-		}
-	}
-}
-
-// TestYUV422Values: hand-computed pixels of the fixed-point BT.601
-// formula, and the two byte orders of the same pixel pair.
-func TestYUV422Values(t *testing.T) {
-	cases := []struct {
-		name       string
-		y0, y1     byte
-		u, v       byte
-		rgb0, rgb1 [3]byte
-	}{
-		// (219·1220542 + 2^19) >> 20 = 255; Y = 16 is black.
-		{"white and black", 235, 16, 128, 128, [3]byte{255, 255, 255}, [3]byte{0, 0, 0}},
-		// Y 81, U 90, V 240 is BT.601 red: R = (65·1220542 + 112·1673527 + 2^19) >> 20 = 254;
-		// G and B come out at -1 and are saturated to 0.
-		{"red", 81, 81, 90, 240, [3]byte{254, 0, 0}, [3]byte{254, 0, 0}},
-		// Y below 16 counts as 16.
-		{"below black", 0, 15, 128, 128, [3]byte{0, 0, 0}, [3]byte{0, 0, 0}},
-	}
-	for _, c := range cases {
-		for _, m := range []*Image{
-			{Width: 2, Height: 1, Encoding: "yuv422", Step: 4, Data: []byte{c.u, c.y0, c.v, c.y1}},
-			{Width: 2, Height: 1, Encoding: "yuv422_yuy2", Step: 4, Data: []byte{c.y0, c.u, c.y1, c.v}},
-		} {
-			f, err := DecodeImage(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got0, got1 := [3]byte(f.Pix[0:3]), [3]byte(f.Pix[3:6]); got0 != c.rgb0 || got1 != c.rgb1 {
-				t.Errorf("%s %s: %v %v, want %v %v", c.name, m.Encoding, got0, got1, c.rgb0, c.rgb1)
-			}
-		}
-	}
-}
-
 func TestInspectImage(t *testing.T) {
 	for _, c := range []struct {
 		msg       *Image

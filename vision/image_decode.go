@@ -38,19 +38,19 @@ func (d *Decoder) DecodeCompressed(msg *CompressedImage) (Frame, error) {
 // the next call. Once the buffer has grown to the frame size it does not
 // allocate.
 func (d *Decoder) DecodeImage(msg *Image) (Frame, error) {
-	l, err := inspectImage(msg)
+	l, view, err := inspectImage(msg)
 	if err != nil {
 		return Frame{}, err
 	}
 	w, h := int(msg.Width), int(msg.Height)
-	if l.view != 0 {
-		return Frame{Width: w, Height: h, Stride: int(msg.Step), Format: l.view, Pix: msg.Data}, nil
+	if view != 0 {
+		return Frame{Width: w, Height: h, Stride: int(msg.Step), Format: view, Pix: msg.Data}, nil
 	}
 	n := 3 * w * h
 	if cap(d.pix) < n {
 		d.pix = make([]byte, n)
 	}
 	pix := d.pix[:n]
-	l.convert(pix, msg.Data, int(msg.Step), w, h)
+	l.ToRGB(pix, msg.Data, int(msg.Step), w, h)
 	return Frame{Width: w, Height: h, Stride: 3 * w, Format: RGB8, Pix: pix}, nil
 }

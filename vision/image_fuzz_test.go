@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ttmrobot/ttm/internal/damage"
+	"github.com/ttmrobot/ttm/internal/rawimage"
 )
 
 // fuzzPreprocessor is small so that fuzzing spends its time in the decoders.
@@ -86,7 +87,8 @@ func FuzzDecodeImage(f *testing.F) {
 		if err != nil || !bytes.Equal(again.Pix, fr.Pix) {
 			t.Fatalf("a reused Decoder gives another frame (%v)", err)
 		}
-		if rowBytes := int(width) * rawEncodings[encoding].bpp; int(step) > rowBytes {
+		enc, _ := rawimage.Lookup(encoding)
+		if rowBytes := int(width) * enc.BytesPerPixel; int(step) > rowBytes {
 			flipped := bytes.Clone(data)
 			for y := range int(height) {
 				for i := y*int(step) + rowBytes; i < (y+1)*int(step); i++ {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"strings"
+
+	"github.com/ttmrobot/ttm/internal/rawimage"
 )
 
 // Codec is a compressed image format.
@@ -53,7 +55,7 @@ func formatCodec(format string) (Codec, error) {
 	if strings.Contains(f, "compresseddepth") {
 		return 0, fmt.Errorf("%w: format %q is a compressedDepth image", ErrDepthImage, format)
 	}
-	if enc, _, ok := strings.Cut(f, ";"); ok && isDepthEncoding(strings.TrimSpace(enc)) {
+	if enc, _, ok := strings.Cut(f, ";"); ok && rawimage.IsDepth(strings.TrimSpace(enc)) {
 		return 0, fmt.Errorf("%w: format %q compresses a %s image", ErrDepthImage, format, strings.TrimSpace(enc))
 	}
 	hasJPEG := strings.Contains(f, "jpeg") || strings.Contains(f, "jpg")

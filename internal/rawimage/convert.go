@@ -1,9 +1,33 @@
-package vision
+package rawimage
 
-// Conversions of the raw encodings a Frame cannot view into rgb8, with the
-// arithmetic of OpenCV 4.6's cvtColor, which cv_bridge uses: the same
-// pixels, byte for byte (tested against gocv.CvtColor). Each reads h rows
-// of step bytes from src and writes dst, (h, w, 3) RGB, tight.
+// Conversions of the raw encodings into rgb8. Each reads h rows of step
+// bytes from src and writes dst, (h, w, 3) RGB, tight. Those of yuv422,
+// yuv422_yuy2 and the Bayer mosaics have the arithmetic of OpenCV 4.6's
+// cvtColor, which cv_bridge uses: the same pixels, byte for byte (tested
+// against gocv.CvtColor in package vision).
+
+func rgb8ToRGB(dst, src []byte, step, w, h int)  { interleavedToRGB(dst, src, step, w, h, 3, 0, 1, 2) }
+func bgr8ToRGB(dst, src []byte, step, w, h int)  { interleavedToRGB(dst, src, step, w, h, 3, 2, 1, 0) }
+func rgba8ToRGB(dst, src []byte, step, w, h int) { interleavedToRGB(dst, src, step, w, h, 4, 0, 1, 2) }
+func bgra8ToRGB(dst, src []byte, step, w, h int) { interleavedToRGB(dst, src, step, w, h, 4, 2, 1, 0) }
+func mono8ToRGB(dst, src []byte, step, w, h int) { interleavedToRGB(dst, src, step, w, h, 1, 0, 0, 0) }
+
+// interleavedToRGB copies pixels of bpp bytes whose red, green and blue
+// samples sit at offsets r, g and b (all 0 for grey).
+func interleavedToRGB(dst, src []byte, step, w, h, bpp, r, g, b int) {
+	for y := range h {
+		s := src[y*step : y*step+bpp*w]
+		d := dst[3*w*y : 3*w*(y+1)]
+		if bpp == 3 && r == 0 && b == 2 {
+			copy(d, s)
+			continue
+		}
+		for x := range w {
+			p := s[bpp*x : bpp*x+bpp]
+			d[3*x], d[3*x+1], d[3*x+2] = p[r], p[g], p[b]
+		}
+	}
+}
 
 // BT.601 limited-range YUV to RGB in 20-bit fixed point, OpenCV's
 // constants and rounding (color_yuv.simd.hpp):
