@@ -50,17 +50,11 @@ const (
 // RobotConfig is how the node reads the robot's own state from its
 // kinematic tree, its joints and its camera's calibration.
 type RobotConfig struct {
-	// Proprio defaults to ProprioTF; BaseFrame and HandFrame (defaults
-	// robot.FrameBase and robot.FrameHand) name the frames whose relation
-	// is the hand's position.
-	Proprio              ProprioSource
-	BaseFrame, HandFrame string
-	// GripperJoint (default robot.JointGripper) is the joint in
-	// joint_states whose position says how closed the gripper is: 0 at
-	// GripperOpen, 1 at GripperClosed (defaults robot.GripperOpenPosition
-	// and robot.GripperClosedPosition), linear in between.
-	GripperJoint               string
-	GripperOpen, GripperClosed float64
+	// Proprio defaults to ProprioTF; Arm says where the hand and the
+	// gripper are (the simulated robot's names where empty:
+	// robot.Arm.Defaults).
+	Proprio ProprioSource
+	robot.Arm
 	// Camera defaults to CameraRobot.
 	Camera CameraSource
 	// CameraTolerance is the largest relative difference of the focal
@@ -89,14 +83,6 @@ const (
 func (c *RobotConfig) defaults() error {
 	c.Proprio = cmp.Or(c.Proprio, ProprioTF)
 	c.Camera = cmp.Or(c.Camera, CameraRobot)
-	c.BaseFrame = cmp.Or(c.BaseFrame, robot.FrameBase)
-	c.HandFrame = cmp.Or(c.HandFrame, robot.FrameHand)
-	if c.GripperJoint == "" {
-		c.GripperJoint = robot.JointGripper
-		if c.GripperOpen == 0 && c.GripperClosed == 0 {
-			c.GripperOpen, c.GripperClosed = robot.GripperOpenPosition, robot.GripperClosedPosition
-		}
-	}
 	c.CameraTolerance = cmp.Or(c.CameraTolerance, DefaultCameraTolerance)
 	c.CameraMountTolerance = cmp.Or(c.CameraMountTolerance, DefaultCameraMountTolerance)
 	c.CameraAngleTolerance = cmp.Or(c.CameraAngleTolerance, DefaultCameraAngleTolerance)
@@ -105,15 +91,11 @@ func (c *RobotConfig) defaults() error {
 		return fmt.Errorf("proprio_source %q: want %s or %s", c.Proprio, ProprioTF, ProprioTopic)
 	case c.Camera != CameraRobot && c.Camera != CameraCheckpoint:
 		return fmt.Errorf("camera_geometry %q: want %s or %s", c.Camera, CameraRobot, CameraCheckpoint)
-	case strings.TrimPrefix(c.BaseFrame, "/") == strings.TrimPrefix(c.HandFrame, "/"):
-		return fmt.Errorf("base_frame and hand_frame are both %q", c.BaseFrame)
-	case !finiteAll(c.GripperOpen, c.GripperClosed) || c.GripperOpen == c.GripperClosed:
-		return fmt.Errorf("gripper_open %v and gripper_closed %v: want two different finite positions", c.GripperOpen, c.GripperClosed)
 	case !(c.CameraTolerance > 0 && c.CameraMountTolerance > 0 && c.CameraAngleTolerance > 0) ||
 		!finiteAll(c.CameraTolerance, c.CameraMountTolerance, c.CameraAngleTolerance):
 		return fmt.Errorf("camera tolerances %v, %v m, %v rad: want positive", c.CameraTolerance, c.CameraMountTolerance, c.CameraAngleTolerance)
 	}
-	return nil
+	return c.Arm.Defaults()
 }
 
 func finiteAll(v ...float64) bool {
@@ -281,7 +263,7 @@ func (r *robotState) proprio(dst []float32, at time.Time, maxAge time.Duration) 
 	if d := at.Sub(jointAt); d > maxAge || d < -maxAge {
 		return ReasonStaleProprio, fmt.Errorf("joint_states: %s is stamped %.3f s from the frame (max_proprio_age %v)", r.cfg.GripperJoint, d.Seconds(), maxAge)
 	}
-	grip := (pos - r.cfg.GripperOpen) / (r.cfg.GripperClosed - r.cfg.GripperOpen)
+	grip := r.cfg.Closedness(pos)
 	for i, n := range r.names {
 		switch n {
 		case "hand_x":

@@ -115,7 +115,7 @@ func TestRobotStateRefusesNames(t *testing.T) {
 		t.Errorf("nothing read from the robot: %v, %v", r, err)
 	}
 	for _, c := range []RobotConfig{
-		{Proprio: "joints"}, {Camera: "calibrated"}, {HandFrame: "/base_link"}, {GripperJoint: "g", GripperOpen: 1, GripperClosed: 1},
+		{Proprio: "joints"}, {Camera: "calibrated"}, {Arm: robot.Arm{HandFrame: "/base_link"}}, {Arm: robot.Arm{GripperJoint: "g", GripperOpen: 1, GripperClosed: 1}},
 		{CameraTolerance: -1}, {CameraMountTolerance: math.NaN()},
 	} {
 		if _, err := newRobotState(c, action.ArmProprio, nil); err == nil {

@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/action"
-	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/rosbag"
 	"github.com/ttmrobot/ttm/internal/tf"
 )
@@ -21,24 +19,11 @@ const DefaultProprioTolerance = 500 * time.Millisecond
 // treeOptions fills in ReadOptions' robot description and checks it, as
 // the node does its RobotConfig.
 func (o *ReadOptions) treeOptions() error {
-	o.BaseFrame = cmp.Or(o.BaseFrame, robot.FrameBase)
-	o.HandFrame = cmp.Or(o.HandFrame, robot.FrameHand)
-	if o.GripperJoint == "" {
-		o.GripperJoint = robot.JointGripper
-		if o.GripperOpen == 0 && o.GripperClosed == 0 {
-			o.GripperOpen, o.GripperClosed = robot.GripperOpenPosition, robot.GripperClosedPosition
-		}
-	}
 	o.ProprioTolerance = cmp.Or(o.ProprioTolerance, DefaultProprioTolerance)
-	switch {
-	case strings.TrimPrefix(o.BaseFrame, "/") == strings.TrimPrefix(o.HandFrame, "/"):
-		return fmt.Errorf("base frame and hand frame are both %q", o.BaseFrame)
-	case !finite64(o.GripperOpen) || !finite64(o.GripperClosed) || o.GripperOpen == o.GripperClosed:
-		return fmt.Errorf("gripper open %v and closed %v: want two different finite positions", o.GripperOpen, o.GripperClosed)
-	case o.ProprioTolerance < 0:
+	if o.ProprioTolerance < 0 {
 		return fmt.Errorf("proprioception tolerance %v is negative", o.ProprioTolerance)
 	}
-	return nil
+	return o.Arm.Defaults()
 }
 
 func finite64(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
@@ -157,7 +142,7 @@ func (t *robotTree) reading(buf *tf.Buffer, at time.Time, opts *ReadOptions) []f
 	if d := at.Sub(t.grip[i].stamp).Abs(); d > opts.ProprioTolerance {
 		return nil
 	}
-	grip := (t.grip[i].position - opts.GripperOpen) / (opts.GripperClosed - opts.GripperOpen)
+	grip := opts.Closedness(t.grip[i].position)
 	// action.ArmProprio's layout.
 	v := []float32{float32(hand.Translation[0]), float32(hand.Translation[1]), float32(hand.Translation[2]), float32(grip)}
 	for j, name := range action.ArmProprio {

@@ -154,8 +154,8 @@ func TestReadProprioFromTreeGaps(t *testing.T) {
 			}
 			return nil, true
 		}, ReadOptions{}, func(k int) bool { return k == cut }},
-		{"another hand frame", nil, ReadOptions{HandFrame: "tool0"}, func(int) bool { return true }},
-		{"another joint", nil, ReadOptions{GripperJoint: "finger", GripperOpen: 0, GripperClosed: 1}, func(int) bool { return true }},
+		{"another hand frame", nil, ReadOptions{Arm: robot.Arm{HandFrame: "tool0"}}, func(int) bool { return true }},
+		{"another joint", nil, ReadOptions{Arm: robot.Arm{GripperJoint: "finger", GripperOpen: 0, GripperClosed: 1}}, func(int) bool { return true }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "edited.bag")
@@ -191,9 +191,9 @@ func TestReadProprioOptionsRejected(t *testing.T) {
 		opts ReadOptions
 		err  string
 	}{
-		{ReadOptions{BaseFrame: "hand"}, `both "hand"`},
-		{ReadOptions{GripperJoint: "finger"}, "two different finite positions"},
-		{ReadOptions{GripperOpen: math.Inf(1)}, "two different finite positions"},
+		{ReadOptions{Arm: robot.Arm{BaseFrame: "hand"}}, `both "hand"`},
+		{ReadOptions{Arm: robot.Arm{GripperJoint: "finger"}}, "two different finite positions"},
+		{ReadOptions{Arm: robot.Arm{GripperOpen: math.Inf(1)}}, "two different finite positions"},
 		{ReadOptions{ProprioTolerance: -time.Second}, "negative"},
 	} {
 		if _, err := ReadEpisode(path, tc.opts); err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/rawimage"
+	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/rosbag"
 )
 
@@ -88,18 +89,10 @@ type ReadOptions struct {
 	// image/jpeg and image/png; give vision's OpenCV decoder to decode
 	// exactly as the node does.
 	DecodeCompressed CompressedDecoder
-	// The robot's description, to read the proprioception of a bag
-	// without a proprio topic from its tf and joint_states, as the node
-	// does (node.RobotConfig): BaseFrame and HandFrame (defaults
-	// robot.FrameBase and robot.FrameHand) name the frames whose relation
-	// is the hand's position; GripperJoint (default robot.JointGripper) is
-	// the joint whose position says how closed the gripper is: 0 at
-	// GripperOpen, 1 at GripperClosed (defaults robot.GripperOpenPosition
-	// and robot.GripperClosedPosition when GripperJoint is empty and both
-	// are 0), linear in between.
-	BaseFrame, HandFrame       string
-	GripperJoint               string
-	GripperOpen, GripperClosed float64
+	// Arm, to read the proprioception of a bag without a proprio topic
+	// from its tf and joint_states, as the node does: the simulated
+	// robot's names where empty (robot.Arm.Defaults).
+	robot.Arm
 	// ProprioTolerance is how far from a frame's stamp the tree and the
 	// gripper joint may be read. It defaults to DefaultProprioTolerance.
 	ProprioTolerance time.Duration

@@ -4,6 +4,13 @@
 // the hand, the gripper and the camera on a robot's /tf and /joint_states.
 package robot
 
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"strings"
+)
+
 // The simulated robot's description: its tf frames and joints, as the
 // simulator publishes them (parent -> child):
 //
@@ -29,3 +36,40 @@ const (
 	GripperOpenPosition   = 0.04
 	GripperClosedPosition = 0.0
 )
+
+// Arm says where a robot's hand and gripper are in what it publishes: the
+// hand is the origin of HandFrame in BaseFrame (/tf, /tf_static), and the
+// gripper's closedness is GripperJoint's position (/joint_states): 0 at
+// GripperOpen, 1 at GripperClosed, linear in between.
+type Arm struct {
+	BaseFrame, HandFrame       string
+	GripperJoint               string
+	GripperOpen, GripperClosed float64
+}
+
+// Defaults fills in the simulated robot's names for the empty fields (its
+// joint's positions too when GripperJoint is empty and both are zero) and
+// checks a.
+func (a *Arm) Defaults() error {
+	a.BaseFrame = cmp.Or(a.BaseFrame, FrameBase)
+	a.HandFrame = cmp.Or(a.HandFrame, FrameHand)
+	if a.GripperJoint == "" {
+		a.GripperJoint = JointGripper
+		if a.GripperOpen == 0 && a.GripperClosed == 0 {
+			a.GripperOpen, a.GripperClosed = GripperOpenPosition, GripperClosedPosition
+		}
+	}
+	switch {
+	case strings.TrimPrefix(a.BaseFrame, "/") == strings.TrimPrefix(a.HandFrame, "/"):
+		return fmt.Errorf("base frame and hand frame are both %q", a.BaseFrame)
+	case math.IsNaN(a.GripperOpen) || math.IsInf(a.GripperOpen, 0) || math.IsNaN(a.GripperClosed) || math.IsInf(a.GripperClosed, 0) ||
+		a.GripperOpen == a.GripperClosed:
+		return fmt.Errorf("gripper open %v and closed %v: want two different finite positions", a.GripperOpen, a.GripperClosed)
+	}
+	return nil
+}
+
+// Closedness is the gripper's closedness at joint position pos.
+func (a *Arm) Closedness(pos float64) float64 {
+	return (pos - a.GripperOpen) / (a.GripperClosed - a.GripperOpen)
+}
