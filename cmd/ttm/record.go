@@ -22,6 +22,13 @@ func init() {
 
 const recordSynopsis = `(--experts [--label expert] | --policy CKPT.safetensors [--no-memory] [--label expert [--beta B]]) --out DIR [--tasks all|families|memory|NAME,...] [--episodes N] [--seed S] [--size HxW] [--max-steps N] [--noise X] [--base-noise X] [--pause P]
        ttm record --ros --out FILE.bag [--duration D] [__ns:=NS] [__master:=URI] [from:=to ...]
+       ttm record --index --out DIR [--task NAME]
+
+With --index the bags already in DIR (a robot's demonstrations: rosbag record
+of its camera, /tf, /tf_static, /joint_states, the instruction and the action
+topic, in the root namespace) are added to DIR's index, so that ttm train
+reads them; a bag without the simulator's episode info is a successful
+demonstration of --task.
 
 With --policy --label expert the dataset is for DAgger: the policy acts (at each
 step, with probability --beta, the noise-free scripted expert's action is
@@ -50,6 +57,8 @@ func runRecord(env *environment, args []string) error {
 	noMemory := fl.Bool("no-memory", false, "policy: zero the TTM memory before every step")
 	label := fl.String("label", "", "record this `label` in place of the executed actions; only \"expert\" (the noise-free expert's action on each state visited: DAgger with --policy, DART with --experts)")
 	beta := fl.Float64("beta", 0, "with --label: probability in [0, 1] that a step executes the expert's action instead of the policy's")
+	index := fl.Bool("index", false, "index the bags in --out (a robot's demonstrations) for ttm train")
+	task := fl.String("task", "", "--index: the task of the bags that do not name theirs")
 	live := fl.Bool("ros", false, "record the live topics of a running node (image, camera_info, proprio, tf, tf_static, joint_states, instruction, action, episode_done) to --out FILE.bag")
 	duration := fl.Duration("duration", 0, "--ros: stop after this long (0: at SIGINT)")
 	out := fl.String("out", "", "dataset `folder` (or with --ros the bag file)")
@@ -72,6 +81,17 @@ func runRecord(env *environment, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if *index {
+		for f := range given {
+			if f != "index" && f != "out" && f != "task" {
+				return fmt.Errorf("%w: --%s does not apply to --index", errUsage, f)
+			}
+		}
+		return indexBags(env, *out, *task)
+	}
+	if given["task"] {
+		return fmt.Errorf("%w: --task is for --index (recording takes --tasks)", errUsage)
+	}
 	if *live {
 		for _, f := range []string{"experts", "expert", "policy", "tasks", "episodes", "seed", "size", "noise", "base-noise", "pause", "no-memory", "max-steps", "label", "beta"} {
 			if given[f] {
@@ -319,6 +339,64 @@ func printDatasetTable(env *environment, ix *sim.Index) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f\t\n", t, r.n, r.ok, float64(r.steps)/float64(r.n))
 	}
 	return tw.Flush()
+}
+
+// indexBags adds the bags in dir that its index (made if missing) lacks:
+// each must read as an episode (frames, an action per step) of the
+// index's frame size; one without episode info is a successful
+// demonstration of task.
+func indexBags(env *environment, dir, task string) error {
+	ix, err := sim.ReadIndex(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		ix = &sim.Index{Version: sim.IndexVersion, Agent: "bags"}
+	case err != nil:
+		return err
+	}
+	bags, err := filepath.Glob(filepath.Join(dir, "*.bag"))
+	if err != nil {
+		return err
+	}
+	added := 0
+	for _, path := range bags {
+		file := filepath.Base(path)
+		if ix.Find(file) >= 0 {
+			continue
+		}
+		ep, err := sim.ReadEpisode(path, sim.ReadOptions{})
+		if err != nil {
+			return fmt.Errorf("index %s: %w", dir, err)
+		}
+		if !ep.HasInfo {
+			if task == "" {
+				return fmt.Errorf("%w: index %s: %s does not say its task: give --task", errUsage, dir, file)
+			}
+			ep.Info.Task, ep.Info.Family, ep.Info.Success = task, task, true
+		}
+		for k, s := range ep.Steps {
+			if s.Action == nil {
+				return fmt.Errorf("index %s: %s: step %d has no action (record the action topic with the frames)", dir, file, k)
+			}
+		}
+		if ix.Height == 0 {
+			ix.Height, ix.Width = ep.Info.Height, ep.Info.Width
+		}
+		if ep.Info.Height != ix.Height || ep.Info.Width != ix.Width {
+			return fmt.Errorf("index %s: %s has %dx%d frames, the dataset %dx%d", dir, file, ep.Info.Height, ep.Info.Width, ix.Height, ix.Width)
+		}
+		ix.Episodes = append(ix.Episodes, sim.IndexEntryFor(file, ep.Info))
+		added++
+		env.log.Info("indexed", "file", file, "task", ep.Info.Task, "steps", len(ep.Steps), "rate_hz", 1/ep.Info.Period,
+			"proprio", ep.ProprioLabel != "")
+	}
+	if added == 0 {
+		return fmt.Errorf("index %s: no bag to add (%d bags, all indexed)", dir, len(bags))
+	}
+	if err := sim.WriteIndex(dir, ix); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "indexed %d bags in %s (%d episodes)\n", added, dir, len(ix.Episodes))
+	return nil
 }
 
 // recordLive records the node's topics until SIGINT or the duration.

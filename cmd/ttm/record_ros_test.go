@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/rostest"
+	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -119,6 +120,9 @@ func frameSet(t *testing.T, ep *sim.RecordedEpisode) map[[32]byte]int {
 //   - rosbag record and ttm record --ros take bags of the live node (frames,
 //     instruction, actions) that ReadEpisode and ttm replay read; SIGINT
 //     closes ttm record's bag properly;
+//   - the rosbag record bag, like a robot's (no episode info, no proprio
+//     topic), is indexed with ttm record --index and trains a policy that
+//     reads proprioception;
 //   - rosbag play --clock plays a project bag into a node on /use_sim_time,
 //     which acts on it.
 func TestRecordReplayWithROS(t *testing.T) {
@@ -142,7 +146,7 @@ func TestRecordReplayWithROS(t *testing.T) {
 	})
 	liveROS, liveTTM := filepath.Join(dir, "rosbag_record.bag"), filepath.Join(dir, "ttm_record.bag")
 	recROS := startROSProc(t, m, "rosbag record", rostest.Tool(t, "rosbag"), "record", "-O", liveROS, "__name:=bag_recorder",
-		"/headcam/image_raw", "/instruction", "/action", "/episode_done")
+		"/headcam/image_raw", "/instruction", "/action", "/episode_done", "/tf", "/tf_static", "/joint_states", "/headcam/camera_info")
 	recTTM := startTTMProc(t, m, "ttm record --ros", "record", "--ros", "--out", liveTTM)
 	rostest.WaitFor(t, 30*time.Second, "both recorders subscribed to the camera and the actions", func() error {
 		for _, p := range []*rosProc{recROS, recTTM} {
@@ -193,6 +197,7 @@ func TestRecordReplayWithROS(t *testing.T) {
 	for _, live := range []string{liveROS, liveTTM} {
 		t.Run(filepath.Base(live), func(t *testing.T) { checkLiveBag(t, live, ckpt, orig, origFrames) })
 	}
+	t.Run("robot bag trains", func(t *testing.T) { checkRobotBagTrains(t, liveROS) })
 	if out := m.MustRun(30*time.Second, "rosbag", "check", liveTTM); !strings.Contains(out, "does not need any migrations") {
 		t.Errorf("rosbag check %s: %s", liveTTM, out)
 	}
@@ -421,5 +426,50 @@ func testRecordReplayProprio(t *testing.T, source, topic string) {
 	var rep replayReport
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil || rep.Steps != len(ep.Steps) {
 		t.Errorf("replay --policy on the live bag: %d steps (%v), the bag has %d", rep.Steps, err, len(ep.Steps))
+	}
+}
+
+// checkRobotBagTrains indexes a bag that rosbag record took of a robot (no
+// episode info, no proprio topic: the hand on /tf, the gripper on
+// /joint_states) and trains a policy that reads proprioception on it: the
+// reading of every step comes from the tree, and the checkpoint records
+// the rate of the bag's frames.
+func checkRobotBagTrains(t *testing.T, bag string) {
+	ds := filepath.Join(t.TempDir(), "robot")
+	if err := os.MkdirAll(ds, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(bag, filepath.Join(ds, "demo-1.bag")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := runCmd(t, "record", "--index", "--out", ds); code != 2 || !strings.Contains(stderr, "does not say its task: give --task") {
+		t.Errorf("index without --task: exit %d: %s", code, stderr)
+	}
+	if code, stdout, stderr := runCmd(t, "record", "--index", "--out", ds, "--task", "drawer"); code != 0 || !strings.Contains(stdout, "indexed 1 bags") {
+		t.Fatalf("record --index: exit %d: %s%s", code, stdout, stderr)
+	}
+	ep, err := sim.ReadEpisode(filepath.Join(ds, "demo-1.bag"), sim.ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.HasInfo || ep.ProprioLabel != "hand_x;hand_y;hand_z;gripper" || len(ep.Steps) < 5 {
+		t.Fatalf("the robot's bag: info %v, proprioception %q, %d steps", ep.HasInfo, ep.ProprioLabel, len(ep.Steps))
+	}
+	for k, st := range ep.Steps {
+		if len(st.Proprio) != 4 {
+			t.Fatalf("step %d: proprioception %v, want one read from the tree", k, st.Proprio)
+		}
+	}
+	ckpt := filepath.Join(t.TempDir(), "p.safetensors")
+	if code, _, stderr := runCmd(t, "train", "--data", ds, "--preset", "small-proprio", "--keypoint-weight", "0", "--out", ckpt, "--steps", "2", "--batch", "2", "--window", "4"); code != 0 { // a robot's bag has no keypoint labels
+		t.Fatalf("train on the robot's bag: exit %d: %s", code, stderr)
+	}
+	p, err := policy.Load(ckpt, policy.Options{NoBackbone: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if want := 1 / ep.Info.Period; math.Abs(p.Rate()-want) > 1e-6*want {
+		t.Errorf("the checkpoint records %v Hz, the bag's frames came at %v", p.Rate(), want)
 	}
 }
