@@ -23,8 +23,8 @@ type demoConfig struct {
 	episodes  int
 	seed      uint64
 	maxSteps  int
-	ns        string // ROS namespace of both nodes
-	keepAlive bool   // leave roscore running if the demo started it
+	ns        string   // ROS namespace of both nodes
+	keepAlive bool     // leave roscore running if the demo started it
 	nodeArgs  []string // more ROS arguments of the policy node
 }
 
