@@ -130,13 +130,7 @@ type Bool struct{ Data bool }
 
 func (*Bool) MessageType() MessageType { return BoolType }
 
-func (m *Bool) MarshalROS(b []byte) []byte {
-	var v uint8
-	if m.Data {
-		v = 1
-	}
-	return putU8(b, v)
-}
+func (m *Bool) MarshalROS(b []byte) []byte { return putBool(b, m.Data) }
 
 func (m *Bool) UnmarshalROS(b []byte) error {
 	d := decoder{b: b, ctx: BoolType.Name}
@@ -330,11 +324,7 @@ func (m *CameraInfo) MarshalROS(b []byte) []byte {
 	b = putU32(putU32(b, m.BinningX), m.BinningY)
 	r := &m.ROI
 	b = putU32(putU32(putU32(putU32(b, r.XOffset), r.YOffset), r.Height), r.Width)
-	var rect uint8
-	if r.DoRectify {
-		rect = 1
-	}
-	return putU8(b, rect)
+	return putBool(b, r.DoRectify)
 }
 
 func (m *CameraInfo) UnmarshalROS(b []byte) error {

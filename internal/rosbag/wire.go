@@ -44,7 +44,13 @@ func (t Time) String() string { return fmt.Sprintf("%d.%09d", t.Sec, t.Nsec) }
 // Appending encoders of the ROS 1 serialisation: little endian, strings and
 // variable-length arrays prefixed by a uint32 length.
 
-func putU8(b []byte, v uint8) []byte    { return append(b, v) }
+func putU8(b []byte, v uint8) []byte { return append(b, v) }
+func putBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
 func putU32(b []byte, v uint32) []byte  { return binary.LittleEndian.AppendUint32(b, v) }
 func putU64(b []byte, v uint64) []byte  { return binary.LittleEndian.AppendUint64(b, v) }
 func putTime(b []byte, t Time) []byte   { return putU32(putU32(b, t.Sec), t.Nsec) }
