@@ -34,6 +34,9 @@ type BackboneSpec struct {
 	// Depthwise says how depthwise convolutions (Conv with one filter per
 	// channel) run. The default, DepthwiseFast, is fastest.
 	Depthwise DepthwiseMode
+	// Pointwise says how 1x1 convolutions run. The default, PointwiseFast,
+	// is fastest.
+	Pointwise PointwiseMode
 	// NoLayerFusion turns off OpenCV's layer fusion (Net::enableFusion).
 	NoLayerFusion bool
 }
@@ -106,7 +109,7 @@ func OpenBackbone(spec BackboneSpec, log hclog.Logger) (*Backbone, error) {
 	b.sha = sha
 	log.Info("backbone loaded", "path", spec.Path, "sha256", sha, "input", fmt.Sprintf("1x3x%dx%d", spec.Height, spec.Width),
 		"output", b.output, "shape", fmt.Sprintf("%dx%dx%d", b.c, b.h, b.w), "film", spec.FiLMInput, "opencv_threads", OpenCVThreads(),
-		"depthwise", spec.Depthwise, "depthwise_kernel", DepthwiseKernel())
+		"depthwise", spec.Depthwise, "pointwise", spec.Pointwise, "layer_kernel", LayerKernel())
 	return b, nil
 }
 
@@ -124,6 +127,9 @@ func (s *BackboneSpec) check() error {
 		return fmt.Errorf("backbone: unknown swish mode %d", s.Swish)
 	case s.Threads < 0 || s.Threads > 256:
 		return fmt.Errorf("backbone: %d threads", s.Threads)
+	}
+	if err := s.Pointwise.check(); err != nil {
+		return err
 	}
 	return s.Depthwise.check()
 }
@@ -162,6 +168,7 @@ func openModel(spec BackboneSpec, m *onnx.Model, log hclog.Logger) (*Backbone, e
 	}
 	opts := PrepareOptions{Inputs: pins, ImageInput: image, Output: output, SwishOp: spec.Swish.op()}
 	spec.Depthwise.prepare(&opts)
+	spec.Pointwise.prepare(&opts)
 	rewrites, err := PrepareONNX(m, opts)
 	if err != nil {
 		return nil, err

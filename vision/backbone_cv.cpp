@@ -1,6 +1,8 @@
 // C shim over cv::dnn for the backbone; see backbone_cv.h.
 #include "backbone_cv.h"
 #include "depthwise_cv.h"
+#include "kernels_cv.h"
+#include "pointwise_cv.h"
 
 #include <cstdlib>
 #include <algorithm>
@@ -128,6 +130,7 @@ static void register_layers() {
     static bool done = [] {
         cv::dnn::LayerFactory::registerLayer("TTMSwish", FastSwishLayer::create);
         ttm_register_depthwise();
+        ttm_register_pointwise();
         return true;
     }();
     (void)done;

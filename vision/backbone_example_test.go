@@ -38,11 +38,6 @@ func ExampleOpenBackbone() {
 		panic(err)
 	}
 	fmt.Println("features", c, h, w)
-	for _, r := range b.Rewrites() {
-		fmt.Println("rewrite", r.Kind)
-	}
 	// Output:
 	// features 1280 2 2
-	// rewrite swish-fusion
-	// rewrite depthwise
 }

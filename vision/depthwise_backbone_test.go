@@ -75,7 +75,7 @@ func TestDepthwiseBackbones(t *testing.T) {
 			r := rand.New(rand.NewPCG(21, 22))
 			images := [][]float32{syntheticImage(r, h, w), syntheticImage(r, h, w)}
 			images = append(images, gocvPhotos(t, h, w)...)
-			ref := openTest(t, BackboneSpec{Path: path, Height: h, Width: w, Depthwise: DepthwiseOpenCV})
+			ref := openTest(t, BackboneSpec{Path: path, Height: h, Width: w, Depthwise: DepthwiseOpenCV, Pointwise: PointwiseOpenCV})
 			// Swish after the stem, each expansion, depthwise convolution and
 			// SE reduction, and the head; B3 has two blocks without expansion.
 			swishes := layerTypes(ref.LayerTimings())["TTMSwish"]
@@ -88,7 +88,7 @@ func TestDepthwiseBackbones(t *testing.T) {
 				{DepthwiseSeparateSwish, map[string]int{DepthwiseOp: c.blocks, "TTMSwish": swishes}, fmt.Sprintf("%d depthwise Conv nodes to TTMDepthwise layers, 0 with the TTMSwish after them fused", c.blocks)},
 			}
 			for _, m := range modes {
-				b := openTest(t, BackboneSpec{Path: path, Height: h, Width: w, Depthwise: m.mode})
+				b := openTest(t, BackboneSpec{Path: path, Height: h, Width: w, Depthwise: m.mode, Pointwise: PointwiseOpenCV})
 				if !hasRewrite(b.Rewrites(), RewriteDepthwise, m.rewrite) {
 					t.Errorf("%s: rewrites %v, want %q", m.mode, b.Rewrites(), m.rewrite)
 				}
@@ -153,7 +153,7 @@ func depthwiseConvolutions(ts []LayerTiming) int {
 func TestDepthwiseSwishRange(t *testing.T) {
 	vals := []float32{-1000, -100, -88.5, -87, -30, -10, -1, -1e-3, -1e-30, 0, 1e-30, 1e-3, 0.5, 1, 3, 10, 30, 87, 88.5, 100, 1000, 3e38, -3e38}
 	c := dwCase{n: 1, c: 1, h: 1, w: len(vals), kh: 1, kw: 1, sh: 1, sw: 1, swish: true}
-	forEachISA(t, func(isa depthwiseISA) {
+	forEachISA(t, func(isa kernelISA) {
 		got, _, _ := runCV(t, c.graphOf([]float32{1}, nil), PrepareOptions{SwishOp: "TTMSwish", DepthwiseOp: DepthwiseOp}, []int{1, 1, 1, len(vals)}, vals)
 		for i, x := range vals {
 			want := float64(x) / (1 + math.Exp(-float64(x)))

@@ -44,7 +44,7 @@ var b0Depthwise = []struct{ c, side, k, s, blocks int }{
 //
 //	go test -run '^$' -bench DepthwiseLayer -benchtime 200x ./vision
 func BenchmarkDepthwiseLayer(b *testing.B) {
-	defer setDepthwiseISA(depthwiseBest)
+	defer setKernelISA(kernelBest)
 	defer SetOpenCVThreads(0)
 	SetOpenCVThreads(1)
 	for _, l := range b0Depthwise {
@@ -60,21 +60,21 @@ func BenchmarkDepthwiseLayer(b *testing.B) {
 		macs := float64(c.c * ho * wo * c.kh * c.kw)
 		impls := []struct {
 			name string
-			isa  depthwiseISA
+			isa  kernelISA
 			opts PrepareOptions
-		}{{"opencv", depthwiseBest, PrepareOptions{SwishOp: "TTMSwish"}}}
-		for _, isa := range depthwiseISAs {
+		}{{"opencv", kernelBest, PrepareOptions{SwishOp: "TTMSwish"}}}
+		for _, isa := range kernelISAs {
 			if isa.supported() {
 				impls = append(impls, struct {
 					name string
-					isa  depthwiseISA
+					isa  kernelISA
 					opts PrepareOptions
 				}{"ttm-" + isa.String(), isa, PrepareOptions{SwishOp: "TTMSwish", DepthwiseOp: DepthwiseOp}})
 			}
 		}
 		for _, impl := range impls {
 			b.Run(fmt.Sprintf("c%d-%dx%d-k%d-s%d/%s", l.c, l.side, l.side, l.k, l.s, impl.name), func(b *testing.B) {
-				if err := setDepthwiseISA(impl.isa); err != nil {
+				if err := setKernelISA(impl.isa); err != nil {
 					b.Fatal(err)
 				}
 				// With one OpenCV thread the layer runs on the calling

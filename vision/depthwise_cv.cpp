@@ -24,12 +24,13 @@
 //  3. The rows are copied to the output, and swish applied if fused.
 // The loops of steps 1-3 exist for AVX-512F, AVX2+FMA and portable C++
 // (compiled with the package's flags, -O2 and no -m options): the best
-// set the CPU runs is picked at run time (ttm_depthwise_set_isa can force
+// set the CPU runs is picked at run time (ttm_kernel_set_isa can force
 // another, for tests), so one binary runs on any x86-64.
 #include "depthwise_cv.h"
 
+#include "kernels_cv.h"
+
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -39,10 +40,6 @@
 #include <opencv2/core.hpp>
 #include <opencv2/dnn.hpp>
 
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#define TTM_DW_X86 1
-#endif
 
 namespace {
 
@@ -84,14 +81,7 @@ void split2_generic(const float* src, float* even, float* odd, int n) {
 // The generic swish is TTMSwish's (cv::hal::exp32f).
 void swish_generic(const float* src, float* dst, int n) { ttm_swish(src, dst, n); }
 
-#ifdef TTM_DW_X86
-// Constants of expf as in Cephes (also OpenCV's and Eigen's): exp(x) =
-// 2^n · p(r) with n = round(x·log2 e), r = x - n·ln 2 in two parts, p a
-// degree-7 polynomial; about 1 ulp.
-const float exp_hi = 88.3762626647949f, exp_lo = -87.3365447505531f, log2e = 1.44269504088896341f,
-            ln2_hi = 0.693359375f, ln2_lo = -2.12194440e-4f;
-const float exp_p[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
-                        4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
+#ifdef TTM_X86
 
 // U accumulators of 8 floats over all taps.
 template <int U>
@@ -145,28 +135,6 @@ __attribute__((target("avx2,fma"))) void split2_avx2(const float* src, float* ev
     split2_generic(src + 2 * j, even + j, odd + j, n - j);
 }
 
-// swish8 is x / (1 + exp(-x)); a NaN stays NaN.
-__attribute__((target("avx2,fma"), always_inline)) inline __m256 swish8(__m256 x) {
-    // max/min return their second operand when one is NaN.
-    __m256 z = _mm256_min_ps(_mm256_set1_ps(exp_hi), _mm256_max_ps(_mm256_set1_ps(exp_lo), _mm256_sub_ps(_mm256_setzero_ps(), x)));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(z, _mm256_set1_ps(log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ln2_hi), z);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(ln2_lo), r);
-    __m256 p = _mm256_set1_ps(exp_p[0]);
-    for (int k = 1; k < 6; k++) {
-        p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(exp_p[k]));
-    }
-    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
-    // 2^n by the exponent bits: n is within -127..128 after the clamp.
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    p = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-    // x / d as x * (1/d), the reciprocal's 12 bits refined by one Newton
-    // step (twice the bits); d = 1 + exp(-x) >= 1.
-    const __m256 d = _mm256_add_ps(_mm256_set1_ps(1.f), p);
-    __m256 q = _mm256_rcp_ps(d);
-    q = _mm256_mul_ps(q, _mm256_fnmadd_ps(d, q, _mm256_set1_ps(2.f)));
-    return _mm256_mul_ps(x, q);
-}
 
 __attribute__((target("avx2,fma"))) void swish_avx2(const float* src, float* dst, int n) {
     int i = 0;
@@ -243,24 +211,6 @@ __attribute__((target("avx512f"))) void split2_avx512(const float* src, float* e
     }
 }
 
-__attribute__((target("avx512f"), always_inline)) inline __m512 swish16(__m512 x) {
-    __m512 z = _mm512_min_ps(_mm512_set1_ps(exp_hi), _mm512_max_ps(_mm512_set1_ps(exp_lo), _mm512_sub_ps(_mm512_setzero_ps(), x)));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_hi), z);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_lo), r);
-    __m512 p = _mm512_set1_ps(exp_p[0]);
-    for (int k = 1; k < 6; k++) {
-        p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(exp_p[k]));
-    }
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-    p = _mm512_scalef_ps(p, n);
-    // x / d as x * (1/d), the reciprocal's 14 bits refined by one Newton
-    // step; d = 1 + exp(-x) >= 1.
-    const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.f), p);
-    __m512 q = _mm512_rcp14_ps(d);
-    q = _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.f)));
-    return _mm512_mul_ps(x, q);
-}
 
 __attribute__((target("avx512f"))) void swish_avx512(const float* src, float* dst, int n) {
     int i = 0;
@@ -274,44 +224,13 @@ __attribute__((target("avx512f"))) void swish_avx512(const float* src, float* ds
 }
 #endif
 
-bool isa_supported(int isa) {
-#ifdef TTM_DW_X86
-    __builtin_cpu_init();  // idempotent; needed if called before libgcc's constructors
-#endif
-    switch (isa) {
-        case TTM_DW_GENERIC:
-            return true;
-#ifdef TTM_DW_X86
-        // libgcc's checks include the OS's support of the AVX state (XCR0).
-        case TTM_DW_AVX2:
-            return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-        case TTM_DW_AVX512:
-            return __builtin_cpu_supports("avx512f");
-#endif
-    }
-    return false;
-}
-
-int best_isa() {
-    for (int isa : {TTM_DW_AVX512, TTM_DW_AVX2}) {
-        if (isa_supported(isa)) {
-            return isa;
-        }
-    }
-    return TTM_DW_GENERIC;
-}
-
-std::atomic<int>& current_isa() {
-    static std::atomic<int> isa(best_isa());
-    return isa;
-}
 
 dw_ops ops_for(int isa) {
     switch (isa) {
-#ifdef TTM_DW_X86
-        case TTM_DW_AVX2:
+#ifdef TTM_X86
+        case TTM_ISA_AVX2:
             return dw_ops{taps_avx2, split2_avx2, swish_avx2};
-        case TTM_DW_AVX512:
+        case TTM_ISA_AVX512:
             return dw_ops{taps_avx512, split2_avx512, swish_avx512};
 #endif
     }
@@ -439,7 +358,7 @@ public:
         geometry(src.size[2], src.size[3]);
         CV_Assert(dst.size[0] == src.size[0] && dst.size[1] == channels_ && dst.size[2] == ho_ &&
                   dst.size[3] == wo_);
-        const dw_ops ops = ops_for(current_isa().load(std::memory_order_relaxed));
+        const dw_ops ops = ops_for(ttm_current_isa());
         const float* x = src.ptr<float>();
         float* y = dst.ptr<float>();
         const float* w = blobs[0].ptr<float>();
@@ -610,26 +529,7 @@ private:
 }  // namespace
 
 void ttm_swish_fast(const float* src, float* dst, int n) {
-    ops_for(current_isa().load(std::memory_order_relaxed)).swish(src, dst, n);
+    ops_for(ttm_current_isa()).swish(src, dst, n);
 }
 
 void ttm_register_depthwise() { cv::dnn::LayerFactory::registerLayer("TTMDepthwise", DepthwiseLayer::create); }
-
-extern "C" {
-
-int ttm_depthwise_supported(int isa) { return isa_supported(isa) ? 1 : 0; }
-
-int ttm_depthwise_set_isa(int isa) {
-    if (isa == TTM_DW_BEST) {
-        isa = best_isa();
-    }
-    if (!isa_supported(isa)) {
-        return -1;
-    }
-    current_isa().store(isa);
-    return 0;
-}
-
-int ttm_depthwise_isa(void) { return current_isa().load(); }
-
-}  // extern "C"

@@ -10,7 +10,8 @@ import (
 
 // Open the same backbone with the depthwise convolutions in this package's
 // TTMDepthwise layers (the default) and in OpenCV's own, and count the
-// layers of each kind in OpenCV's network.
+// layers of each kind in OpenCV's network (1x1 convolutions left to
+// OpenCV too).
 func ExampleDepthwiseMode() {
 	g, err := vision.GenerateEfficientNet(vision.EfficientNetConfig{Variant: "b0", Height: 64, Width: 64, Seed: 1})
 	if err != nil {
@@ -23,7 +24,7 @@ func ExampleDepthwiseMode() {
 		panic(err)
 	}
 	for _, mode := range []vision.DepthwiseMode{vision.DepthwiseFast, vision.DepthwiseOpenCV} {
-		b, err := vision.OpenBackbone(vision.BackboneSpec{Path: path, Height: 64, Width: 64, Depthwise: mode}, nil)
+		b, err := vision.OpenBackbone(vision.BackboneSpec{Path: path, Height: 64, Width: 64, Depthwise: mode, Pointwise: vision.PointwiseOpenCV}, nil)
 		if err != nil {
 			panic(err)
 		}

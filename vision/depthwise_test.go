@@ -179,29 +179,29 @@ func runCV(t *testing.T, m *onnx.Model, opts PrepareOptions, inShape []int, in [
 	return out, rs, ts
 }
 
-// forEachISA runs f with each depthwise kernel this CPU supports selected,
+// forEachISA runs f with each layer kernel set this CPU supports selected,
 // and selects the best one again afterwards.
-func forEachISA(t *testing.T, f func(isa depthwiseISA)) {
+func forEachISA(t *testing.T, f func(isa kernelISA)) {
 	t.Helper()
 	defer func() {
-		if err := setDepthwiseISA(depthwiseBest); err != nil {
+		if err := setKernelISA(kernelBest); err != nil {
 			t.Fatal(err)
 		}
 	}()
 	ran := 0
-	for _, isa := range depthwiseISAs {
+	for _, isa := range kernelISAs {
 		if !isa.supported() {
-			t.Logf("depthwise kernel %s: not supported by this CPU, not tested", isa)
+			t.Logf("layer kernels %s: not supported by this CPU, not tested", isa)
 			continue
 		}
-		if err := setDepthwiseISA(isa); err != nil {
+		if err := setKernelISA(isa); err != nil {
 			t.Fatal(err)
 		}
 		f(isa)
 		ran++
 	}
 	if ran == 0 {
-		t.Fatal("no depthwise kernel supported, not even the generic one")
+		t.Fatal("no layer kernels supported, not even the generic one")
 	}
 }
 
@@ -272,7 +272,7 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 				t.Fatalf("OpenCV's convolution and the naive one differ by %g (%d vs %d values)", d, len(ref), len(ocv))
 			}
 
-			forEachISA(t, func(isa depthwiseISA) {
+			forEachISA(t, func(isa kernelISA) {
 				got, rs, ts := runCV(t, c.graphOf(wt, b), PrepareOptions{SwishOp: "TTMSwish", DepthwiseOp: DepthwiseOp}, inShape, in)
 				if len(got) != len(want) {
 					t.Fatalf("%s: %d outputs, want %d", isa, len(got), len(want))
@@ -487,13 +487,13 @@ func TestDepthwiseModeChecked(t *testing.T) {
 			t.Errorf("%d: %q, want %q", int(m), m.String(), want)
 		}
 	}
-	if k := DepthwiseKernel(); k != "avx512" && k != "avx2" && k != "generic" {
-		t.Errorf("DepthwiseKernel() = %q", k)
+	if k := LayerKernel(); k != "avx512" && k != "avx2" && k != "generic" {
+		t.Errorf("LayerKernel() = %q", k)
 	}
-	if !depthwiseGeneric.supported() {
+	if !kernelGeneric.supported() {
 		t.Error("the generic kernel is not supported")
 	}
-	if err := setDepthwiseISA(99); err == nil {
+	if err := setKernelISA(99); err == nil {
 		t.Error("kernel 99 accepted")
 	}
 }

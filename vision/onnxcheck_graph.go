@@ -235,6 +235,11 @@ func inferNode(n *onnx.Node, s map[string][]int64, ints func(string) []int64) []
 	switch n.OpType {
 	case "Conv", "MaxPool", "AveragePool":
 		return inferConv(n, x, in(1))
+	case "TTMPointwise":
+		if w := in(1); len(x) == 4 && len(w) == 4 {
+			return []int64{x[0], w[0], x[2], x[3]}
+		}
+		return nil
 	case "GlobalAveragePool", "GlobalMaxPool":
 		if len(x) < 3 {
 			return nil

@@ -37,6 +37,7 @@ const (
 	RewriteOutputShape    = "output-shape"        // graph outputs given the shape OpenCV asserts they have
 	RewriteSwish          = "swish-fusion"        // Sigmoid(x)*x to OpenCV's Swish layer
 	RewriteDepthwise      = "depthwise"           // Conv with group = channels to the TTMDepthwise layer
+	RewritePointwise      = "pointwise"           // 1x1 Conv (with swish, excitation scale, residual) to TTMPointwise
 	RewriteDeadCode       = "dead-code"           // nodes and initializers nothing reads
 )
 
@@ -58,6 +59,12 @@ type PrepareOptions struct {
 	// output channels, dilation 1, constant weights) are turned into:
 	// DepthwiseOp (this package's layer) or "" to keep them.
 	DepthwiseOp string
+	// PointwiseOp is the op type 1x1 Convs (group 1, stride 1, no
+	// padding, constant weights, more than one pixel) are turned into,
+	// with the TTMSwish after them, the excitation Mul before them and the
+	// residual Add after them fused in: PointwiseOp (this package's layer)
+	// or "" to keep them.
+	PointwiseOp string
 	// DepthwiseSeparateSwish keeps a TTMSwish that follows a depthwise
 	// convolution as its own layer instead of fusing it into the
 	// DepthwiseOp node.
@@ -90,6 +97,7 @@ func PrepareONNX(m *onnx.Model, opts PrepareOptions) ([]Rewrite, error) {
 		addOperandOrder,
 		swishFusion,
 		outputShapes,
+		pointwiseConvs,
 		depthwiseConvs, // last: shape inference does not know the layer
 	}
 	for _, pass := range passes {
@@ -885,4 +893,131 @@ func depthwiseAttributes(x *graphIndex, n *onnx.Node) []*onnx.Attribute {
 		onnx.IntsAttr("strides", strides...),
 		onnx.IntsAttr("pads", pads...),
 	}
+}
+
+// pointwiseConvs turns 1x1 Convs into nodes of type opts.PointwiseOp (see
+// PointwiseOp) and fuses into each, where the Conv is the only reader:
+//   - a Mul(a, s) before it with s of shape (N, K, 1, 1), the
+//     squeeze-excitation scale: inputs a and s, attribute scale 1;
+//   - a TTMSwish after it: attribute activation "swish";
+//   - an Add(y, r) after that with r of y's shape, computed before the
+//     Conv: input r, attribute residual 1.
+//
+// Convs over a single pixel (the excitation's own) stay with OpenCV: the
+// layer's tiles are 32 pixels wide.
+func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
+	if opts.PointwiseOp == "" {
+		return nil, nil
+	}
+	position := map[string]int{} // value -> index of the node producing it; graph inputs -1
+	for i, n := range x.g.Nodes {
+		for _, o := range n.Outputs {
+			position[o] = i
+		}
+	}
+	for _, v := range x.g.Inputs {
+		position[v.Name] = -1
+	}
+	only := func(value string) *onnx.Node {
+		if cs := x.consumers[value]; len(cs) == 1 && !x.outputs[value] {
+			return cs[0]
+		}
+		return nil
+	}
+	dead := map[*onnx.Node]bool{}
+	count, scaled, swished, added := 0, 0, 0, 0
+	first := ""
+	for i, n := range x.g.Nodes {
+		if !isPointwiseConv(x, n) {
+			continue
+		}
+		var extra []string // computed inputs after x: scale, residual
+		var attrs []*onnx.Attribute
+		if mul := x.producer[n.Inputs[0]]; mul != nil && mul.OpType == "Mul" && len(mul.Inputs) == 2 && !dead[mul] && only(n.Inputs[0]) == n {
+			k := x.shapes[n.Inputs[0]][1]
+			for j := 0; j < 2; j++ {
+				a, s := mul.Inputs[j], mul.Inputs[1-j]
+				if slices.Equal(x.shapes[a], x.shapes[n.Inputs[0]]) && x.consts[s] == nil &&
+					slices.Equal(x.shapes[s], []int64{x.shapes[a][0], k, 1, 1}) {
+					n.Inputs[0] = a
+					extra = append(extra, s)
+					attrs = append(attrs, onnx.IntAttr("scale", 1))
+					dead[mul] = true
+					scaled++
+					break
+				}
+			}
+		}
+		out := n.Outputs[0]
+		shape := x.shapes[out]
+		if sw := only(out); sw != nil && sw.OpType == "TTMSwish" && len(sw.Inputs) == 1 && len(sw.Outputs) == 1 && !dead[sw] {
+			out = sw.Outputs[0]
+			attrs = append(attrs, onnx.StringAttr("activation", "swish"))
+			dead[sw] = true
+			swished++
+		}
+		if add := only(out); add != nil && add.OpType == "Add" && len(add.Inputs) == 2 && len(add.Outputs) == 1 && !dead[add] {
+			r := add.Inputs[0]
+			if r == out {
+				r = add.Inputs[1]
+			}
+			if p, ok := position[r]; ok && p < i && r != out && x.consts[r] == nil && slices.Equal(x.shapes[r], shape) {
+				out = add.Outputs[0]
+				extra = append(extra, r)
+				attrs = append(attrs, onnx.IntAttr("residual", 1))
+				dead[add] = true
+				added++
+			}
+		}
+		n.OpType = opts.PointwiseOp
+		n.Attributes = attrs
+		if len(n.Inputs) == 3 && n.Inputs[2] == "" {
+			n.Inputs = n.Inputs[:2]
+		}
+		n.Inputs = append(n.Inputs, extra...)
+		n.Outputs = []string{out}
+		if count == 0 {
+			first = nodeName(n)
+		}
+		count++
+	}
+	removeNodes(x.g, dead)
+	if count == 0 {
+		return nil, nil
+	}
+	return []Rewrite{{RewritePointwise, first, fmt.Sprintf("%d 1x1 Conv nodes to %s layers, with %d excitation scales, %d swishes and %d residual additions fused", count, opts.PointwiseOp, scaled, swished, added)}}, nil
+}
+
+// isPointwiseConv reports whether n is a Conv the TTMPointwise layer runs.
+func isPointwiseConv(x *graphIndex, n *onnx.Node) bool {
+	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 {
+		return false
+	}
+	w := x.consts[n.Inputs[1]]
+	if w == nil || w.DataType != onnx.Float || len(w.Dims) != 4 || w.Dims[2] != 1 || w.Dims[3] != 1 {
+		return false
+	}
+	in := x.shapes[n.Inputs[0]]
+	if len(in) != 4 || in[1] != w.Dims[1] || in[2]*in[3] < 2 || n.AttrInt("group", 1) != 1 {
+		return false
+	}
+	if len(n.Inputs) == 3 && n.Inputs[2] != "" {
+		b := x.consts[n.Inputs[2]]
+		if b == nil || b.DataType != onnx.Float || dimsProduct(b.Dims) != w.Dims[0] {
+			return false
+		}
+	}
+	for _, attr := range []string{"strides", "dilations"} {
+		for _, v := range n.AttrInts(attr) {
+			if v != 1 {
+				return false
+			}
+		}
+	}
+	for _, v := range n.AttrInts("pads") {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,50 @@
+package vision
+
+import "fmt"
+
+// PointwiseOp is the op type the backbone turns 1x1 convolutions into:
+// this package's pointwise layer, registered with OpenCV by the shim
+// (pointwise_cv.cpp). A node of this type reads the input (N, K, H, W),
+// the initializers weights (M, K, 1, 1) and bias (M, optional), then the
+// computed scale (N, K, 1, 1) if the attribute scale is 1 and the
+// residual (N, M, H, W) if the attribute residual is 1, and has the
+// attribute activation ("swish" or "none"/absent).
+const PointwiseOp = "TTMPointwise"
+
+// PointwiseMode says how the backbone runs 1x1 convolutions.
+type PointwiseMode int
+
+const (
+	// PointwiseFast turns each 1x1 Conv over more than one pixel into a
+	// TTMPointwise layer, with the excitation scale before it and the
+	// swish and residual addition after it fused in, where the layer's
+	// AVX-512 kernels run; elsewhere it is PointwiseOpenCV.
+	PointwiseFast PointwiseMode = iota
+	// PointwiseOpenCV leaves them to OpenCV's Convolution, Scale and
+	// Eltwise layers.
+	PointwiseOpenCV
+)
+
+func (m PointwiseMode) String() string {
+	switch m {
+	case PointwiseFast:
+		return "fast"
+	case PointwiseOpenCV:
+		return "opencv"
+	}
+	return fmt.Sprintf("PointwiseMode(%d)", int(m))
+}
+
+// prepare sets the rewrite options of the mode.
+func (m PointwiseMode) prepare(o *PrepareOptions) {
+	if m == PointwiseFast && kernelAVX512.supported() {
+		o.PointwiseOp = PointwiseOp
+	}
+}
+
+func (m PointwiseMode) check() error {
+	if m < PointwiseFast || m > PointwiseOpenCV {
+		return fmt.Errorf("backbone: unknown pointwise mode %d", int(m))
+	}
+	return nil
+}

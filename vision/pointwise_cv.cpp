@@ -1,0 +1,326 @@
+// TTMPointwise: 1x1 convolution as an OpenCV DNN layer, with the swish
+// after it, the squeeze-excitation scale before it and the residual
+// addition after it fused in. EfficientNet spends most of its arithmetic in
+// these convolutions (the expansions and projections of the MBConv blocks
+// and the head), and OpenCV 4.6 runs them as separate passes: the
+// convolution, then the Scale of the excitation, then the Eltwise of the
+// residual. The backbone rewrites them into this layer (pointwiseConvs in
+// onnxcheck_rewrite.go).
+//
+// Shapes: input x (N, K, H, W); optional scale s (N, K, 1, 1) (attribute
+// scale = 1); optional residual r (N, M, H, W) (attribute residual = 1);
+// weights (M, K, 1, 1), bias (M); output
+//   y[m, p] = act(bias[m] + sum_k w[m, k] * s[k] * x[k, p]) + r[m, p]
+// over the pixels p = 0 .. H*W-1, act swish or the identity (attribute
+// activation).
+//
+// Method: y = W · (s ⊙ X) is a matrix product, M x K by K x P, P = H*W.
+// The weights are packed once into panels of MR = 8 rows, k-major (panel
+// q holds w[8q + i, k] at [k*8 + i]). A block of NR = 32 pixels of X is
+// packed, scaled and zero-padded, into a K x 32 panel, and each 8 x 32
+// tile of y is 16 AVX-512 accumulators over all of K, loaded with the bias
+// and stored through masks with the swish and the residual applied. The
+// work items are (pixel block, group of row panels), spread over OpenCV's
+// threads: a 7x7 map has two pixel blocks, so its rows are split too.
+// There are AVX-512F kernels and portable C++ (compiled with the package's
+// flags); the backbone uses this layer only where the AVX-512 kernels run.
+#include "pointwise_cv.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+
+#include "kernels_cv.h"
+
+namespace {
+
+constexpr int MR = 8;   // rows (output channels) of a tile
+constexpr int NR = 32;  // columns (pixels) of a tile
+
+// One tile's operands: rows x cols of y at y (row stride ldy), from the
+// packed panel a (k x MR), the packed pixels b (k x NR) and the bias
+// (MR values); r, if not null, is added after the activation (stride ldy).
+struct tile {
+    const float* a;
+    const float* b;
+    const float* bias;
+    int k, rows, cols, ldy;
+    float* y;
+    const float* r;
+    bool swish;
+};
+
+struct pw_ops {
+    // pack: b[p*NR + j] = x[p*ldx + j] * (s ? s[p] : 1) for j < cols, 0 for
+    // cols <= j < NR, p < k.
+    void (*pack)(float* b, const float* x, const float* s, int k, int ldx, int cols);
+    void (*tile)(const tile& t);
+};
+
+void pack_generic(float* b, const float* x, const float* s, int k, int ldx, int cols) {
+    for (int p = 0; p < k; p++) {
+        const float sc = s ? s[p] : 1.f;
+        const float* xr = x + (size_t)p * ldx;
+        float* br = b + (size_t)p * NR;
+        for (int j = 0; j < cols; j++) {
+            br[j] = xr[j] * sc;
+        }
+        for (int j = cols; j < NR; j++) {
+            br[j] = 0.f;
+        }
+    }
+}
+
+void tile_generic(const tile& t) {
+    float acc[MR][NR];
+    for (int i = 0; i < MR; i++) {
+        for (int j = 0; j < NR; j++) {
+            acc[i][j] = t.bias[i];
+        }
+    }
+    const float* a = t.a;
+    const float* b = t.b;
+    for (int p = 0; p < t.k; p++, a += MR, b += NR) {
+        for (int i = 0; i < MR; i++) {
+            const float ai = a[i];
+            for (int j = 0; j < NR; j++) {
+                acc[i][j] += ai * b[j];
+            }
+        }
+    }
+    for (int i = 0; i < t.rows; i++) {
+        float* y = t.y + (size_t)i * t.ldy;
+        if (t.swish) {
+            ttm_swish(acc[i], acc[i], t.cols);
+        }
+        for (int j = 0; j < t.cols; j++) {
+            y[j] = acc[i][j] + (t.r ? t.r[(size_t)i * t.ldy + j] : 0.f);
+        }
+    }
+}
+
+#ifdef TTM_X86
+__attribute__((target("avx512f"))) inline __mmask16 lanes(int n) {
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+__attribute__((target("avx512f"))) void pack_avx512(float* b, const float* x, const float* s, int k, int ldx,
+                                                   int cols) {
+    const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+    for (int p = 0; p < k; p++) {
+        const __m512 sc = _mm512_set1_ps(s ? s[p] : 1.f);
+        const float* xr = x + (size_t)p * ldx;
+        _mm512_storeu_ps(b, _mm512_mul_ps(sc, _mm512_maskz_loadu_ps(m0, xr)));
+        _mm512_storeu_ps(b + 16, _mm512_mul_ps(sc, _mm512_maskz_loadu_ps(m1, xr + 16)));
+        b += NR;
+    }
+}
+
+__attribute__((target("avx512f"))) void tile_avx512(const tile& t) {
+    __m512 c0[MR], c1[MR];
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        c0[i] = c1[i] = _mm512_set1_ps(t.bias[i]);
+    }
+    const float* a = t.a;
+    const float* b = t.b;
+    for (int p = 0; p < t.k; p++, a += MR, b += NR) {
+        const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            const __m512 ai = _mm512_set1_ps(a[i]);
+            c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+            c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+        }
+    }
+    const __mmask16 m0 = lanes(t.cols), m1 = lanes(t.cols - 16);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        if (i >= t.rows) {
+            break;
+        }
+        __m512 v0 = c0[i], v1 = c1[i];
+        if (t.swish) {
+            v0 = swish16(v0);
+            v1 = swish16(v1);
+        }
+        const size_t o = (size_t)i * t.ldy;
+        if (t.r) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t.r + o));
+            v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t.r + o + 16));
+        }
+        _mm512_mask_storeu_ps(t.y + o, m0, v0);
+        _mm512_mask_storeu_ps(t.y + o + 16, m1, v1);
+    }
+}
+#endif
+
+pw_ops ops_for(int isa) {
+#ifdef TTM_X86
+    if (isa == TTM_ISA_AVX512) {
+        return pw_ops{pack_avx512, tile_avx512};
+    }
+#endif
+    (void)isa;
+    return pw_ops{pack_generic, tile_generic};
+}
+
+// The packed pixel panel of each thread, grown as needed and kept: the
+// layer allocates nothing once every thread has seen the largest K.
+thread_local std::vector<float> tls_panel;
+
+#define PW_FAIL(what)                                                  \
+    do {                                                               \
+        std::ostringstream pw_fail_msg_;                               \
+        pw_fail_msg_ << "TTMPointwise layer " << name << ": " << what; \
+        throw std::runtime_error(pw_fail_msg_.str());                  \
+    } while (0)
+
+class PointwiseLayer CV_FINAL : public cv::dnn::Layer {
+public:
+    explicit PointwiseLayer(const cv::dnn::LayerParams& p) {
+        setParamsFrom(p);
+        if (blobs.size() != 1 && blobs.size() != 2) {
+            PW_FAIL("has " << blobs.size()
+                           << " constant inputs; it needs the weights (M, K, 1, 1) and optionally the bias (M)");
+        }
+        const cv::Mat& wt = blobs[0];
+        if (wt.dims != 4 || wt.type() != CV_32F || wt.size[2] != 1 || wt.size[3] != 1 || wt.size[0] < 1 ||
+            wt.size[1] < 1) {
+            PW_FAIL("weights are not float32 (M, K, 1, 1)");
+        }
+        m_ = wt.size[0];
+        k_ = wt.size[1];
+        if (blobs.size() == 2 && (blobs[1].type() != CV_32F || (int)blobs[1].total() != m_)) {
+            PW_FAIL("bias has " << blobs[1].total() << " values, want " << m_ << " float32");
+        }
+        if (p.has("activation") && !p.get("activation").isString()) {
+            PW_FAIL("attribute activation must be a string");
+        }
+        const std::string act = p.get<cv::String>("activation", "");
+        if (act == "swish") {
+            swish_ = true;
+        } else if (act != "" && act != "none") {
+            PW_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
+        }
+        scale_ = p.get<int>("scale", 0) != 0;
+        residual_ = p.get<int>("residual", 0) != 0;
+        pack_weights();
+    }
+
+    static cv::Ptr<cv::dnn::Layer> create(cv::dnn::LayerParams& p) {
+        return cv::Ptr<cv::dnn::Layer>(new PointwiseLayer(p));
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE { return backendId == cv::dnn::DNN_BACKEND_OPENCV; }
+
+    bool getMemoryShapes(const std::vector<cv::dnn::MatShape>& inputs, const int,
+                         std::vector<cv::dnn::MatShape>& outputs,
+                         std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
+        const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0);
+        if (inputs.size() != want) {
+            PW_FAIL("has " << inputs.size() << " computed inputs, want " << want);
+        }
+        const cv::dnn::MatShape& in = inputs[0];
+        if (in.size() != 4 || in[1] != k_) {
+            PW_FAIL("input is not (N, " << k_ << ", H, W)");
+        }
+        cv::dnn::MatShape out{in[0], m_, in[2], in[3]};
+        if (scale_ && inputs[1] != cv::dnn::MatShape{in[0], k_, 1, 1}) {
+            PW_FAIL("scale is not (N, " << k_ << ", 1, 1)");
+        }
+        if (residual_ && inputs.back() != out) {
+            PW_FAIL("residual is not (N, " << m_ << ", H, W)");
+        }
+        outputs.assign(1, out);
+        return false;
+    }
+
+    void forward(cv::InputArrayOfArrays in_arr, cv::OutputArrayOfArrays out_arr,
+                 cv::OutputArrayOfArrays) CV_OVERRIDE {
+        std::vector<cv::Mat> inputs, outputs;
+        in_arr.getMatVector(inputs);
+        out_arr.getMatVector(outputs);
+        CV_Assert(outputs.size() == 1 && inputs.size() == 1 + (size_t)scale_ + (size_t)residual_);
+        for (const cv::Mat& m : inputs) {
+            CV_Assert(m.type() == CV_32F && m.isContinuous() && m.dims == 4);
+        }
+        const cv::Mat& x = inputs[0];
+        cv::Mat& y = outputs[0];
+        CV_Assert(y.type() == CV_32F && y.isContinuous() && x.size[1] == k_ && y.size[1] == m_ &&
+                  y.size[0] == x.size[0] && y.size[2] == x.size[2] && y.size[3] == x.size[3]);
+        const int batch = x.size[0], pixels = x.size[2] * x.size[3];
+        const pw_ops ops = ops_for(ttm_current_isa());
+        const int blocks = (pixels + NR - 1) / NR, panels = (m_ + MR - 1) / MR;
+        // Enough work items to keep every thread busy; a thread packs the
+        // pixel block of each of its items (the items of one block are
+        // consecutive, so mostly once).
+        const int threads = std::max(1, cv::getNumThreads());
+        const int groups = std::min(panels, std::max(1, (4 * threads + blocks - 1) / blocks));
+        const int items = blocks * groups;
+        for (int n = 0; n < batch; n++) {
+            const float* xn = x.ptr<float>() + (size_t)n * k_ * pixels;
+            const float* sn = scale_ ? inputs[1].ptr<float>() + (size_t)n * k_ : nullptr;
+            const float* rn = residual_ ? inputs.back().ptr<float>() + (size_t)n * m_ * pixels : nullptr;
+            float* yn = y.ptr<float>() + (size_t)n * m_ * pixels;
+            cv::parallel_for_(
+                cv::Range(0, items),
+                [&](const cv::Range& range) {
+                    std::vector<float>& panel = tls_panel;
+                    if (panel.size() < (size_t)k_ * NR) {
+                        panel.resize((size_t)k_ * NR);
+                    }
+                    int packed = -1;
+                    for (int it = range.start; it < range.end; it++) {
+                        const int blk = it / groups, g = it % groups;
+                        const int n0 = blk * NR, cols = std::min(NR, pixels - n0);
+                        if (blk != packed) {
+                            ops.pack(panel.data(), xn + n0, sn, k_, pixels, cols);
+                            packed = blk;
+                        }
+                        for (int q = g * panels / groups; q < (g + 1) * panels / groups; q++) {
+                            const int m0 = q * MR;
+                            const size_t o = (size_t)m0 * pixels + n0;
+                            ops.tile(tile{a_.data() + (size_t)q * k_ * MR, panel.data(), bias_.data() + m0, k_,
+                                          std::min(MR, m_ - m0), cols, pixels, yn + o, rn ? rn + o : nullptr,
+                                          swish_});
+                        }
+                    }
+                },
+                items);
+        }
+    }
+
+private:
+    // pack_weights lays the weights out in k-major panels of MR rows and
+    // pads the last panel and the bias with zeros.
+    void pack_weights() {
+        const int panels = (m_ + MR - 1) / MR;
+        a_.assign((size_t)panels * k_ * MR, 0.f);
+        bias_.assign((size_t)panels * MR, 0.f);
+        const float* w = blobs[0].ptr<float>();
+        for (int m = 0; m < m_; m++) {
+            const int q = m / MR, i = m % MR;
+            for (int k = 0; k < k_; k++) {
+                a_[((size_t)q * k_ + k) * MR + i] = w[(size_t)m * k_ + k];
+            }
+            if (blobs.size() == 2) {
+                bias_[m] = blobs[1].ptr<float>()[m];
+            }
+        }
+    }
+
+    int m_ = 0, k_ = 0;
+    bool swish_ = false, scale_ = false, residual_ = false;
+    std::vector<float> a_, bias_;
+};
+
+}  // namespace
+
+void ttm_register_pointwise() { cv::dnn::LayerFactory::registerLayer("TTMPointwise", PointwiseLayer::create); }

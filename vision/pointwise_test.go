@@ -1,0 +1,384 @@
+package vision
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/ttmrobot/ttm/internal/onnx"
+)
+
+// pwCase is one 1x1 convolution with what may be fused around it.
+type pwCase struct {
+	name              string
+	n, k, m, h, w     int
+	bias, swish       bool
+	scale, residual   bool
+	residualAfterConv bool // the residual's producer comes after the Conv
+}
+
+// pwWeights holds a case's constants: W (M, K), B (M), the residual's
+// 3x3 convolution R (M, K, 3, 3).
+type pwWeights struct{ w, b, r []float32 }
+
+func (c pwCase) weights(r *rand.Rand) pwWeights {
+	p := pwWeights{w: randSlice32(r, c.m*c.k), r: randSlice32(r, c.m*c.k*9)}
+	if c.bias {
+		p.b = randSlice32(r, c.m)
+	}
+	return p
+}
+
+// graph builds, from input "x" to output "y":
+//
+//	s = Sigmoid(GlobalAveragePool(x))         if scale
+//	z = Conv1x1(scale ? Mul(x, s) : x, W, B)
+//	z = z * Sigmoid(z)                          if swish
+//	y = z + Conv3x3(x, R)                       if residual
+func (c pwCase) graph(p pwWeights) *onnx.Model {
+	g := newTestGraph(13).input("x", int64(c.n), int64(c.k), int64(c.h), int64(c.w))
+	g.floats("W", p.w, int64(c.m), int64(c.k), 1, 1)
+	g.floats("R", p.r, int64(c.m), int64(c.k), 3, 3)
+	residual := func() {
+		g.node("Conv", []string{"x", "R"}, "r", onnx.IntsAttr("kernel_shape", 3, 3), onnx.IntsAttr("pads", 1, 1, 1, 1))
+	}
+	if c.residual && !c.residualAfterConv {
+		residual()
+	}
+	in := "x"
+	if c.scale {
+		g.node("GlobalAveragePool", []string{"x"}, "g")
+		g.node("Sigmoid", []string{"g"}, "s")
+		g.node("Mul", []string{"x", "s"}, "xs")
+		in = "xs"
+	}
+	inputs := []string{in, "W"}
+	if p.b != nil {
+		g.floats("B", p.b, int64(c.m))
+		inputs = append(inputs, "B")
+	}
+	g.node("Conv", inputs, "z", onnx.IntsAttr("kernel_shape", 1, 1))
+	out := "z"
+	if c.swish {
+		g.node("Sigmoid", []string{"z"}, "zs")
+		g.node("Mul", []string{"z", "zs"}, "za")
+		out = "za"
+	}
+	if c.residual {
+		if c.residualAfterConv {
+			residual()
+		}
+		g.node("Add", []string{out, "r"}, "y")
+	} else {
+		g.node("Identity", []string{out}, "y")
+	}
+	g.output("y")
+	return g.m
+}
+
+// naive computes the case in float64 from its definition.
+func (c pwCase) naive(x []float32, p pwWeights) []float64 {
+	hw := c.h * c.w
+	y := make([]float64, c.n*c.m*hw)
+	for b := 0; b < c.n; b++ {
+		xb := x[b*c.k*hw : (b+1)*c.k*hw]
+		s := make([]float64, c.k)
+		for k := range s {
+			s[k] = 1
+			if c.scale {
+				mean := 0.0
+				for _, v := range xb[k*hw : (k+1)*hw] {
+					mean += float64(v)
+				}
+				s[k] = 1 / (1 + math.Exp(-mean/float64(hw)))
+			}
+		}
+		for m := 0; m < c.m; m++ {
+			for i := 0; i < hw; i++ {
+				z := 0.0
+				if p.b != nil {
+					z = float64(p.b[m])
+				}
+				for k := 0; k < c.k; k++ {
+					z += float64(p.w[m*c.k+k]) * s[k] * float64(xb[k*hw+i])
+				}
+				if c.swish {
+					z /= 1 + math.Exp(-z)
+				}
+				if c.residual {
+					oy, ox := i/c.w, i%c.w
+					for k := 0; k < c.k; k++ {
+						for ky := 0; ky < 3; ky++ {
+							for kx := 0; kx < 3; kx++ {
+								iy, ix := oy+ky-1, ox+kx-1
+								if iy >= 0 && iy < c.h && ix >= 0 && ix < c.w {
+									z += float64(p.r[((m*c.k+k)*3+ky)*3+kx]) * float64(xb[k*hw+iy*c.w+ix])
+								}
+							}
+						}
+					}
+				}
+				y[(b*c.m+m)*hw+i] = z
+			}
+		}
+	}
+	return y
+}
+
+func TestPointwiseNaiveHandComputed(t *testing.T) {
+	// x: 2 channels of 2 pixels; W = [[1, 2]], B = [0.5]; scale =
+	// sigmoid(channel means): channel 0 mean 0, channel 1 mean 0.
+	c := pwCase{n: 1, k: 2, m: 1, h: 1, w: 2, bias: true, scale: true}
+	x := []float32{1, -1, 2, -2}
+	got := c.naive(x, pwWeights{w: []float32{1, 2}, b: []float32{0.5}})
+	// y = 0.5 + 0.5*x0 + 0.5*2*x1: pixel 0: 0.5+0.5+2 = 3, pixel 1: 0.5-0.5-2 = -2.
+	if math.Abs(got[0]-3) > 1e-12 || math.Abs(got[1]+2) > 1e-12 {
+		t.Errorf("naive = %v, want [3 -2]", got)
+	}
+	c.swish = true
+	got = c.naive(x, pwWeights{w: []float32{1, 2}, b: []float32{0.5}})
+	if want := 3 / (1 + math.Exp(-3)); math.Abs(got[0]-want) > 1e-12 {
+		t.Errorf("naive with swish = %v, want %v first", got, want)
+	}
+}
+
+// TestPointwiseLayerMatchesNaive runs 1x1 convolutions through the rewrite
+// and the TTMPointwise layer, with every kernel set the CPU runs, against
+// pwCase.naive: pixel counts around the 16- and 32-wide tiles, channel
+// counts that are not multiples of the 8-row panels, a batch of 2, and
+// every combination of bias, swish, excitation scale and residual.
+func TestPointwiseLayerMatchesNaive(t *testing.T) {
+	var cases []pwCase
+	sizes := []struct{ k, m, h, w int }{
+		{1, 1, 1, 2}, {3, 7, 1, 15}, {17, 9, 4, 4}, {8, 8, 7, 7}, {40, 24, 5, 13}, {5, 100, 3, 11}, {200, 17, 9, 9}, {16, 33, 8, 16},
+	}
+	for i, s := range sizes {
+		for f := 0; f < 16; f++ {
+			c := pwCase{n: 1 + (i+f)%3/2, k: s.k, m: s.m, h: s.h, w: s.w,
+				bias: f&1 != 0, swish: f&2 != 0, scale: f&4 != 0, residual: f&8 != 0}
+			c.name = fmt.Sprintf("%dx%dx%dx%d-to-%d-bias=%v-swish=%v-scale=%v-residual=%v", c.n, c.k, c.h, c.w, c.m, c.bias, c.swish, c.scale, c.residual)
+			cases = append(cases, c)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	forEachISA(t, func(isa kernelISA) {
+		for _, c := range cases {
+			p := c.weights(r)
+			x := randSlice32(r, c.n*c.k*c.h*c.w)
+			want := c.naive(x, p)
+			got, rs, ts := runCV(t, c.graph(p), PrepareOptions{SwishOp: "TTMSwish", PointwiseOp: PointwiseOp}, []int{c.n, c.k, c.h, c.w}, x)
+			if n := layerTypes(ts)[PointwiseOp]; n != 1 {
+				t.Fatalf("%s, %s: %d TTMPointwise layers (rewrites %v)", isa, c.name, n, rs)
+			}
+			if e := relErr64(got, want); e > 1e-5 {
+				t.Errorf("%s, %s: relative error %.2g", isa, c.name, e)
+			}
+		}
+	})
+}
+
+// TestPointwiseRewriteSelects checks which Convs the rewrite takes and
+// what it fuses into them.
+func TestPointwiseRewriteSelects(t *testing.T) {
+	all := pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, bias: true, swish: true, scale: true, residual: true}
+	r := rand.New(rand.NewPCG(1, 1))
+	ops := func(m *onnx.Model) string {
+		var s []string
+		for _, n := range m.Graph.Nodes {
+			s = append(s, n.OpType)
+		}
+		return strings.Join(s, " ")
+	}
+	fast := PrepareOptions{SwishOp: "TTMSwish", PointwiseOp: PointwiseOp}
+	cases := []struct {
+		name  string
+		c     pwCase
+		edit  func(m *onnx.Model)
+		opts  PrepareOptions
+		nodes string
+		attrs string // the TTMPointwise node's attributes and inputs
+	}{
+		{"everything fused", all, nil, fast, "Conv GlobalAveragePool Sigmoid TTMPointwise",
+			"scale=1 activation=swish residual=1 [x W B s r]"},
+		{"bare", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5}, nil, fast, "TTMPointwise", " [x W]"},
+		{"off", all, nil, PrepareOptions{SwishOp: "TTMSwish"}, "Conv GlobalAveragePool Sigmoid Mul Conv TTMSwish Add", ""},
+		{"one pixel stays with OpenCV", pwCase{n: 1, k: 4, m: 6, h: 1, w: 1, swish: true}, nil, fast, "Conv TTMSwish", ""},
+		{"residual computed after the Conv", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, residual: true, residualAfterConv: true}, nil, fast,
+			"TTMPointwise Conv Add", " [x W]"},
+		{"stride 2", all, func(m *onnx.Model) { convZ(m).SetAttr(onnx.IntsAttr("strides", 2, 2)) }, fast,
+			"Conv GlobalAveragePool Sigmoid Mul Conv TTMSwish Add", ""},
+		{"padded", all, func(m *onnx.Model) { convZ(m).SetAttr(onnx.IntsAttr("pads", 1, 1, 1, 1)) }, fast,
+			"Conv GlobalAveragePool Sigmoid Mul Conv TTMSwish Add", ""},
+		{"grouped", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5}, func(m *onnx.Model) {
+			m.Graph.Initializers[0] = onnx.FloatTensor("W", make([]float32, 12), 6, 2, 1, 1)
+			convZ(m).SetAttr(onnx.IntAttr("group", 2))
+		}, fast, "Conv", ""},
+		{"activation read twice", all, func(m *onnx.Model) {
+			m.Graph.Nodes = append(m.Graph.Nodes, &onnx.Node{Name: "y2", OpType: "Add", Inputs: []string{"y", "za"}, Outputs: []string{"y2"}})
+			m.Graph.Outputs[0].Name = "y2"
+		}, fast, "Conv GlobalAveragePool Sigmoid TTMPointwise Add Add", "scale=1 activation=swish [x W B s]"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := c.c.graph(c.c.weights(r))
+			if c.edit != nil {
+				c.edit(m)
+			}
+			opts := c.opts
+			opts.Inputs = map[string][]int64{"x": {int64(c.c.n), int64(c.c.k), int64(c.c.h), int64(c.c.w)}}
+			opts.ImageInput, opts.Output = "x", m.Graph.Outputs[0].Name
+			if _, err := PrepareONNX(m, opts); err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckONNX(m); err != nil {
+				t.Fatal(err)
+			}
+			if got := ops(m); got != c.nodes {
+				t.Errorf("nodes %q, want %q", got, c.nodes)
+			}
+			for _, n := range m.Graph.Nodes {
+				if n.OpType != PointwiseOp {
+					continue
+				}
+				var s []string
+				for _, a := range n.Attributes {
+					if a.Type == onnx.AttrString {
+						s = append(s, a.Name+"="+string(a.S))
+					} else {
+						s = append(s, fmt.Sprintf("%s=%d", a.Name, a.I))
+					}
+				}
+				if got := strings.Join(s, " ") + " " + fmt.Sprint(n.Inputs); got != c.attrs {
+					t.Errorf("TTMPointwise %q, want %q", got, c.attrs)
+				}
+			}
+		})
+	}
+}
+
+// convZ is the test graph's 1x1 Conv.
+func convZ(m *onnx.Model) *onnx.Node {
+	for _, n := range m.Graph.Nodes {
+		if n.OpType == "Conv" && n.Outputs[0] == "z" {
+			return n
+		}
+	}
+	panic("no Conv z")
+}
+
+// TestPointwiseLayerRejects gives the layer nodes it cannot run: OpenCV
+// must refuse them with an error naming the problem, not abort.
+func TestPointwiseLayerRejects(t *testing.T) {
+	build := func(w *onnx.Tensor, inputs []string, attrs ...*onnx.Attribute) *testGraph {
+		g := newTestGraph(13).input("x", 1, 3, 3, 3)
+		g.m.Graph.Initializers = append(g.m.Graph.Initializers, w)
+		g.floats("B", []float32{1, 2}, 2)
+		g.node("GlobalAveragePool", []string{"x"}, "s")
+		g.node(PointwiseOp, inputs, "y", attrs...)
+		g.output("y")
+		return g
+	}
+	w := onnx.FloatTensor("W", make([]float32, 6), 2, 3, 1, 1)
+	cases := []struct {
+		name string
+		g    *testGraph
+		want string
+	}{
+		{"3x3 weights", build(onnx.FloatTensor("W", make([]float32, 54), 2, 3, 3, 3), []string{"x", "W"}), "weights are not float32 (M, K, 1, 1)"},
+		{"a valid node opens", build(w, []string{"x", "W", "B"}), ""},
+		{"unknown activation", build(w, []string{"x", "W"}, onnx.StringAttr("activation", "relu")), `activation "relu"`},
+		{"scale missing", build(w, []string{"x", "W"}, onnx.IntAttr("scale", 1)), "has 1 computed inputs, want 2"},
+		{"scale of the wrong size", build(onnx.FloatTensor("W", make([]float32, 10), 2, 5, 1, 1), []string{"x", "W", "s"}, onnx.IntAttr("scale", 1)), "input is not (N, 5, H, W)"},
+		{"residual of the wrong shape", build(w, []string{"x", "W", "x"}, onnx.IntAttr("residual", 1)), "residual is not (N, 2, H, W)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := OpenBackbone(BackboneSpec{Path: c.g.file(t), Height: 3, Width: 3}, nil)
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("open: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "TTMPointwise") {
+				t.Fatalf("open: %v, want an error with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestPointwiseModeChecked refuses an unknown mode.
+func TestPointwiseModeChecked(t *testing.T) {
+	spec := BackboneSpec{Path: "x.onnx", Height: 8, Width: 8, Pointwise: PointwiseMode(7)}
+	if err := spec.check(); err == nil || !strings.Contains(err.Error(), "pointwise mode 7") {
+		t.Errorf("check: %v", err)
+	}
+}
+
+// TestPointwiseBackbones runs B0 and B3 as the backbone runs them by
+// default (this package's pointwise, depthwise and swish layers) against
+// the unfused graph in OpenCV's own layers: the features must agree to
+// 1e-4 of their largest value on synthetic images and photographs, and
+// every 1x1 convolution but the excitations' must be a TTMPointwise layer
+// with the excitation scale, swish and residual fused.
+func TestPointwiseBackbones(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates B0 and B3")
+	}
+	if !kernelAVX512.supported() {
+		t.Skip("the backbone uses the pointwise layer only with AVX-512")
+	}
+	cases := []struct {
+		cfg                              EfficientNetConfig
+		blocks, expansions, residuals, n int
+	}{
+		{EfficientNetConfig{Variant: "b0", Seed: 1}, 16, 15, 9, 32},
+		{EfficientNetConfig{Variant: "b3", Seed: 1, Padding: PaddingKeras, FiLMDim: 8, FiLMInitStd: 0.1}, 26, 24, 19, 51},
+	}
+	for _, c := range cases {
+		t.Run(c.cfg.Variant, func(t *testing.T) {
+			g := generate(t, c.cfg)
+			h, w := g.net.InputSize()
+			path := g.write(t)
+			spec := BackboneSpec{Path: path, Height: h, Width: w}
+			var film []float32
+			if c.cfg.FiLMDim > 0 {
+				spec.FiLMInput, spec.FiLMDim = EfficientNetFiLMInput, c.cfg.FiLMDim
+				film = randSlice32(rand.New(rand.NewPCG(3, 4)), c.cfg.FiLMDim)
+			}
+			unfused := spec
+			unfused.Swish, unfused.Depthwise, unfused.Pointwise = SwishUnfused, DepthwiseOpenCV, PointwiseOpenCV
+			ref := openTest(t, unfused)
+			b := openTest(t, spec)
+			want := fmt.Sprintf("%d 1x1 Conv nodes to TTMPointwise layers, with %d excitation scales, %d swishes and %d residual additions fused",
+				c.n, c.blocks, c.expansions+1, c.residuals)
+			if !hasRewrite(b.Rewrites(), RewritePointwise, want) {
+				t.Errorf("rewrites %v, want %q", b.Rewrites(), want)
+			}
+			r := rand.New(rand.NewPCG(21, 22))
+			images := append([][]float32{syntheticImage(r, h, w)}, gocvPhotos(t, h, w)...)
+			for i, img := range images {
+				want := run(t, ref, img, film)
+				got := run(t, b, img, film)
+				_, std, maxAbs := moments(want)
+				if d := maxDiff(got, want); d > 1e-4*maxAbs {
+					t.Errorf("image %d: features differ from the unfused graph's by %g (features up to %g)", i, d, maxAbs)
+				} else {
+					t.Logf("image %d: max difference %.2g, features std %.2f, max %.1f", i, d, std, maxAbs)
+				}
+			}
+			types := layerTypes(b.LayerTimings())
+			// Left to OpenCV: the stem, the two convolutions of each
+			// excitation, and FiLM's Mul and Add after each block.
+			scales := 0
+			if c.cfg.FiLMDim > 0 {
+				scales = 2 * c.blocks
+			}
+			if types[PointwiseOp] != c.n || types["Convolution"] != 1+2*c.blocks || types["Scale"] != scales {
+				t.Errorf("layers %v, want %d TTMPointwise, %d Convolution, %d Scale", types, c.n, 1+2*c.blocks, scales)
+			}
+		})
+	}
+}
