@@ -84,7 +84,7 @@ func TestDepthwiseBackbones(t *testing.T) {
 				types   map[string]int // layers of these types in OpenCV's net
 				rewrite string
 			}{
-				{DepthwiseFast, map[string]int{DepthwiseOp: c.blocks, "TTMSwish": swishes - c.blocks}, fmt.Sprintf("%d depthwise Conv nodes to TTMDepthwise layers, %[1]d with the TTMSwish after them fused", c.blocks)},
+				{DepthwiseFast, map[string]int{DepthwiseOp: c.blocks, "TTMSwish": swishes - c.blocks}, fmt.Sprintf("%d depthwise Conv nodes to TTMDepthwise layers, %[1]d with the TTMSwish after them fused, %[1]d with the global average pooling of their output", c.blocks)},
 				{DepthwiseSeparateSwish, map[string]int{DepthwiseOp: c.blocks, "TTMSwish": swishes}, fmt.Sprintf("%d depthwise Conv nodes to TTMDepthwise layers, 0 with the TTMSwish after them fused", c.blocks)},
 			}
 			for _, m := range modes {

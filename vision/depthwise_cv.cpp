@@ -7,7 +7,10 @@
 // Shapes: input (N, C, H, W) float32, weights (C, 1, kh, kw), bias (C),
 // output (N, C, Ho, Wo) with Ho = (H + pt + pb - kh) / sh + 1 and
 // Wo = (W + pl + pr - kw) / sw + 1 (pads top, left, bottom, right; any
-// kernel size, any stride, dilation 1).
+// kernel size, any stride, dilation 1). With the attribute mean = 1 a
+// second output (N, C, 1, 1) holds each output channel's mean: the global
+// average pooling of a squeeze-excitation, taken while the channel is in
+// cache.
 //
 // Method, per channel (channels are split across OpenCV's thread pool):
 //  1. The channel is copied, zero-padded, into sh x sw "phase planes":
@@ -52,6 +55,7 @@ struct dw_ops {
     void (*taps)(float* out, const float* src, const int* off, const float* w, int ntaps, float bias, int n);
     void (*split2)(const float* src, float* even, float* odd, int n);
     void (*swish)(const float* src, float* dst, int n);
+    float (*sum)(const float* src, int n);
 };
 
 void taps_generic(float* out, const float* src, const int* off, const float* w, int ntaps, float bias, int n) {
@@ -80,6 +84,20 @@ void split2_generic(const float* src, float* even, float* odd, int n) {
 
 // The generic swish is TTMSwish's (cv::hal::exp32f).
 void swish_generic(const float* src, float* dst, int n) { ttm_swish(src, dst, n); }
+
+float sum_generic(const float* src, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; j++) {
+            acc[j] += src[i + j];
+        }
+    }
+    for (; i < n; i++) {
+        acc[0] += src[i];
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
 
 #ifdef TTM_X86
 
@@ -135,6 +153,18 @@ __attribute__((target("avx2,fma"))) void split2_avx2(const float* src, float* ev
     split2_generic(src + 2 * j, even + j, odd + j, n - j);
 }
 
+
+__attribute__((target("avx2,fma"))) float sum_avx2(const float* src, int n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 16 <= n; i += 16) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(src + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(src + i + 8));
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, _mm256_add_ps(a0, a1));
+    return sum_generic(lanes, 8) + sum_generic(src + i, n - i);
+}
 
 __attribute__((target("avx2,fma"))) void swish_avx2(const float* src, float* dst, int n) {
     int i = 0;
@@ -212,6 +242,20 @@ __attribute__((target("avx512f"))) void split2_avx512(const float* src, float* e
 }
 
 
+__attribute__((target("avx512f"))) float sum_avx512(const float* src, int n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_add_ps(a0, _mm512_loadu_ps(src + i));
+        a1 = _mm512_add_ps(a1, _mm512_loadu_ps(src + i + 16));
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(m, src + i));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
 __attribute__((target("avx512f"))) void swish_avx512(const float* src, float* dst, int n) {
     int i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -229,12 +273,12 @@ dw_ops ops_for(int isa) {
     switch (isa) {
 #ifdef TTM_X86
         case TTM_ISA_AVX2:
-            return dw_ops{taps_avx2, split2_avx2, swish_avx2};
+            return dw_ops{taps_avx2, split2_avx2, swish_avx2, sum_avx2};
         case TTM_ISA_AVX512:
-            return dw_ops{taps_avx512, split2_avx512, swish_avx512};
+            return dw_ops{taps_avx512, split2_avx512, swish_avx512, sum_avx512};
 #endif
     }
-    return dw_ops{taps_generic, split2_generic, swish_generic};
+    return dw_ops{taps_generic, split2_generic, swish_generic, sum_generic};
 }
 
 // Per-thread work memory, grown as needed and kept: the layer allocates
@@ -312,6 +356,7 @@ public:
         } else if (act != "" && act != "none") {
             DW_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
         }
+        mean_ = p.get<int>("mean", 0) != 0;
     }
 
     static cv::Ptr<cv::dnn::Layer> create(cv::dnn::LayerParams& p) {
@@ -342,6 +387,9 @@ public:
             DW_FAIL("input " << in[2] << "x" << in[3] << " is too large");
         }
         outputs.assign(1, cv::dnn::MatShape{in[0], in[1], ho, wo});
+        if (mean_) {
+            outputs.push_back(cv::dnn::MatShape{in[0], in[1], 1, 1});
+        }
         return false;
     }
 
@@ -350,7 +398,7 @@ public:
         std::vector<cv::Mat> inputs, outputs;
         in_arr.getMatVector(inputs);
         out_arr.getMatVector(outputs);
-        CV_Assert(inputs.size() == 1 && outputs.size() == 1);
+        CV_Assert(inputs.size() == 1 && outputs.size() == (mean_ ? 2u : 1u));
         const cv::Mat& src = inputs[0];
         cv::Mat& dst = outputs[0];
         CV_Assert(src.type() == CV_32F && dst.type() == CV_32F && src.isContinuous() && dst.isContinuous() &&
@@ -363,6 +411,7 @@ public:
         float* y = dst.ptr<float>();
         const float* w = blobs[0].ptr<float>();
         const float* bias = blobs.size() == 2 ? blobs[1].ptr<float>() : nullptr;
+        float* mean = mean_ ? outputs[1].ptr<float>() : nullptr;
         const int planes = src.size[0] * channels_;
         const int stripes = std::min(planes, 4 * std::max(1, cv::getNumThreads()));
         cv::parallel_for_(
@@ -382,8 +431,13 @@ public:
                 std::memset(s.row.data(), 0, sizeof(float) * row_len_);
                 for (int p = r.start; p < r.end; p++) {
                     const int c = p % channels_;
-                    channel(ops, s.planes.data(), s.out.data(), s.row.data(), x + (size_t)p * h_ * w_,
-                            y + (size_t)p * ho_ * wo_, w + (size_t)c * kh_ * kw_, bias ? bias[c] : 0.f);
+                    float* yp = y + (size_t)p * ho_ * wo_;
+                    channel(ops, s.planes.data(), s.out.data(), s.row.data(), x + (size_t)p * h_ * w_, yp,
+                            w + (size_t)c * kh_ * kw_, bias ? bias[c] : 0.f);
+                    if (mean) {
+                        // The plane is still in cache.
+                        mean[p] = ops.sum(yp, ho_ * wo_) / (float)(ho_ * wo_);
+                    }
                 }
             },
             stripes);
@@ -518,7 +572,7 @@ private:
     }
 
     int channels_ = 0, kh_ = 0, kw_ = 0, sh_ = 1, sw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0;
-    bool swish_ = false;
+    bool swish_ = false, mean_ = false;
     // Set by geometry for the input size h_ x w_.
     int h_ = -1, w_ = -1, ho_ = 0, wo_ = 0, hr_ = 0, l_ = 0, n_ = 0;
     size_t planes_len_ = 0;

@@ -89,6 +89,9 @@ type dwCase struct {
 	pads        [4]int // top, left, bottom, right
 	bias, swish bool
 	autoPad     string // "" for explicit pads
+	// mean multiplies the output by its channel means (a
+	// GlobalAveragePool and a Mul), as a squeeze-excitation reads them.
+	mean bool
 }
 
 // weights draws the weights (C, kh, kw) and the bias (C, nil without).
@@ -123,14 +126,22 @@ func (c dwCase) graphOf(wt, b []float32) *onnx.Model {
 	} else {
 		attrs = append(attrs, onnx.IntsAttr("pads", int64(c.pads[0]), int64(c.pads[1]), int64(c.pads[2]), int64(c.pads[3])))
 	}
-	out := "y"
+	act := "y"
+	if c.mean {
+		act = "a"
+	}
+	out := act
 	if c.swish {
 		out = "z"
 	}
 	g.node("Conv", inputs, out, attrs...)
 	if c.swish {
 		g.node("Sigmoid", []string{"z"}, "s")
-		g.node("Mul", []string{"z", "s"}, "y")
+		g.node("Mul", []string{"z", "s"}, act)
+	}
+	if c.mean {
+		g.node("GlobalAveragePool", []string{"a"}, "m")
+		g.node("Mul", []string{"a", "m"}, "y")
 	}
 	g.output("y")
 	return g.m
@@ -234,6 +245,10 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 		{name: "SAME_UPPER 5x5/2", n: 1, c: 3, h: 10, w: 9, kh: 5, kw: 5, sh: 2, sw: 2, autoPad: "SAME_UPPER", bias: true},
 		{name: "SAME_LOWER 4x4/2", n: 1, c: 3, h: 7, w: 8, kh: 4, kw: 4, sh: 2, sw: 2, autoPad: "SAME_LOWER", bias: true},
 		{name: "VALID 3x3/1", n: 1, c: 3, h: 6, w: 5, kh: 3, kw: 3, sh: 1, sw: 1, autoPad: "VALID", bias: true},
+		{name: "mean 3x3/2 keras", n: 1, c: 3, h: 8, w: 9, kh: 3, kw: 3, sh: 2, sw: 2, pads: [4]int{0, 0, 1, 1}, bias: true, swish: true, mean: true},
+		{name: "mean wide rows", n: 1, c: 3, h: 5, w: 301, kh: 3, kw: 3, sh: 1, sw: 1, pads: [4]int{1, 1, 1, 1}, bias: true, swish: true, mean: true},
+		{name: "mean batch of 2", n: 2, c: 5, h: 6, w: 6, kh: 3, kw: 3, sh: 2, sw: 2, pads: [4]int{1, 1, 1, 1}, bias: true, mean: true},
+		{name: "mean 1x1 map", n: 1, c: 7, h: 1, w: 1, kh: 3, kw: 3, sh: 1, sw: 1, pads: [4]int{1, 1, 1, 1}, bias: true, swish: true, mean: true},
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, c := range cases {
@@ -254,7 +269,10 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 					pads[i], pads[i+2] = lo, hi
 				}
 			}
-			want, _, _ := naiveDepthwise(in, c.n, c.c, c.h, c.w, wt, b, c.kh, c.kw, c.sh, c.sw, pads, c.swish)
+			want, ho, wo := naiveDepthwise(in, c.n, c.c, c.h, c.w, wt, b, c.kh, c.kw, c.sh, c.sw, pads, c.swish)
+			if c.mean {
+				timesMean(want, ho*wo)
+			}
 			_, _, scale := moments(want)
 			tol := 1e-5 * (1 + scale)
 
@@ -267,6 +285,9 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 				ocvPads = [4]int{pads[2], pads[3], pads[0], pads[1]}
 			}
 			ocv, _, _ := naiveDepthwise(in, c.n, c.c, c.h, c.w, wt, b, c.kh, c.kw, c.sh, c.sw, ocvPads, c.swish)
+			if c.mean {
+				timesMean(ocv, ho*wo)
+			}
 			ref, _, _ := runCV(t, c.graphOf(wt, b), PrepareOptions{SwishOp: "TTMSwish"}, inShape, in)
 			if d := maxDiff(ref, ocv); len(ref) != len(ocv) || d > tol {
 				t.Fatalf("OpenCV's convolution and the naive one differ by %g (%d vs %d values)", d, len(ref), len(ocv))
@@ -280,7 +301,7 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 				if d := maxDiff(got, want); d > tol {
 					t.Errorf("%s: TTMDepthwise differs from the naive convolution by %g (tolerance %g)", isa, d, tol)
 				}
-				if types := layerTypes(ts); types[DepthwiseOp] != 1 || types["Convolution"] != 0 || types["TTMSwish"] != 0 {
+				if types := layerTypes(ts); types[DepthwiseOp] != 1 || types["Convolution"] != 0 || types["TTMSwish"] != 0 || types["Pooling"] != 0 {
 					t.Errorf("%s: OpenCV's layers %v, want one %s and nothing else computing", isa, types, DepthwiseOp)
 				}
 				fused := 0
@@ -288,11 +309,27 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 					fused = 1
 				}
 				detail := fmt.Sprintf("1 depthwise Conv nodes to TTMDepthwise layers, %d with the TTMSwish after them fused", fused)
+				if c.mean {
+					detail += ", 1 with the global average pooling of their output"
+				}
 				if !hasRewrite(rs, RewriteDepthwise, detail) {
 					t.Errorf("%s: rewrites %v, want %q", isa, rs, detail)
 				}
 			})
 		})
+	}
+}
+
+// timesMean multiplies each plane of n values of x by the plane's mean.
+func timesMean(x []float32, n int) {
+	for p := 0; p < len(x); p += n {
+		var sum float64
+		for _, v := range x[p : p+n] {
+			sum += float64(v)
+		}
+		for i := p; i < p+n; i++ {
+			x[i] *= float32(sum / float64(n))
+		}
 	}
 }
 

@@ -773,7 +773,8 @@ func swishFusion(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 // shape; SAME_LOWER puts the odd padding row and column first, as ONNX
 // says, where OpenCV 4.6's own convolution puts them last). A TTMSwish
 // that is the convolution's only reader is fused into the node
-// (activation "swish"), unless opts.DepthwiseSeparateSwish. Convs the
+// (activation "swish"), unless opts.DepthwiseSeparateSwish, and so is a
+// GlobalAveragePool of the output (attribute mean 1, a second output). Convs the
 // layer cannot run (dilation, non-float or computed weights, unknown input
 // shape, sizes beyond the layer's limits) are left to OpenCV.
 func depthwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
@@ -781,7 +782,7 @@ func depthwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		return nil, nil
 	}
 	dead := map[*onnx.Node]bool{}
-	count, fused := 0, 0
+	count, fused, pooled := 0, 0, 0
 	first := ""
 	for _, n := range x.g.Nodes {
 		attrs := depthwiseAttributes(x, n)
@@ -805,12 +806,25 @@ func depthwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 			dead[cs[0]] = true
 			fused++
 		}
+		for _, c := range x.consumers[n.Outputs[0]] {
+			if c.OpType == "GlobalAveragePool" && len(c.Inputs) == 1 && len(c.Outputs) == 1 && !dead[c] && !x.outputs[n.Outputs[0]] {
+				n.Outputs = append(n.Outputs, c.Outputs[0])
+				n.SetAttr(onnx.IntAttr("mean", 1))
+				dead[c] = true
+				pooled++
+				break
+			}
+		}
 	}
 	removeNodes(x.g, dead)
 	if count == 0 {
 		return nil, nil
 	}
-	return []Rewrite{{RewriteDepthwise, first, fmt.Sprintf("%d depthwise Conv nodes to %s layers, %d with the TTMSwish after them fused", count, opts.DepthwiseOp, fused)}}, nil
+	detail := fmt.Sprintf("%d depthwise Conv nodes to %s layers, %d with the TTMSwish after them fused", count, opts.DepthwiseOp, fused)
+	if pooled > 0 {
+		detail += fmt.Sprintf(", %d with the global average pooling of their output", pooled)
+	}
+	return []Rewrite{{RewriteDepthwise, first, detail}}, nil
 }
 
 // Limits of the TTMDepthwise layer (depthwise_cv.cpp).
