@@ -22,7 +22,7 @@ TEST_PACKAGES := $(DEMO_PACKAGES) python3-sensor-msgs python3-geometry-msgs pyth
 export GONOSUMDB := github.com/bluenviron
 export GOFLAGS := -mod=readonly
 
-.PHONY: help setup setup-test build test test-short bench soak attack demo train train-nomem eval fuzz install-launch clean
+.PHONY: help setup setup-test build test test-short bench bench-backbone soak attack demo train train-nomem eval fuzz install-launch clean
 
 help:
 	@echo "make setup   install the Debian packages the binary and the demo need, and the Go modules (idempotent)"
@@ -30,6 +30,7 @@ help:
 	@echo "make build   build $(BIN)"
 	@echo "make test    vet, format check, all tests (OpenBLAS build and pure-Go build), then the skipped tests"
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
+	@echo "make bench-backbone  the EfficientNet backbone, ours (OpenCV DNN) against ONNX Runtime's CPU provider on THREADS (default 2), a markdown table"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations of all eight tasks and train the kitchen checkpoint's recipe, about 55 min (TRAIN_EPISODES, MEMORY_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, about 50 min more"
@@ -81,6 +82,15 @@ bench: build setup-test
 	@mkdir -p bin/bench
 	$(BIN) init --preset robot --seed 1 --out bin/bench/robot.safetensors
 	$(BIN) bench --weights bin/bench/robot.safetensors --steps $(BENCH_STEPS) --pytorch
+
+# The EfficientNet backbone as the node runs it (OpenCV DNN with the
+# project's rewrites and layers) against ONNX Runtime 1.30's CPU provider
+# (onnxruntime-node, installed by npm ci in bench/backbone) on the same
+# ONNX files and THREADS threads, B0 at 224 and B3 at 300, in one run;
+# prints a markdown table with the ratio and ours' per-layer profile.
+THREADS ?= 2
+bench-backbone: build
+	THREADS=$(THREADS) bench/backbone/run.sh
 
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
 # end), the policy node on DEMO_POLICY (the committed kitchen checkpoint,
