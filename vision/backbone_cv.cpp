@@ -1,6 +1,7 @@
 // C shim over cv::dnn for the backbone; see backbone_cv.h.
 #include "backbone_cv.h"
 #include "depthwise_cv.h"
+#include "excitation_cv.h"
 #include "kernels_cv.h"
 #include "pointwise_cv.h"
 
@@ -131,6 +132,7 @@ static void register_layers() {
         cv::dnn::LayerFactory::registerLayer("TTMSwish", FastSwishLayer::create);
         ttm_register_depthwise();
         ttm_register_pointwise();
+        ttm_register_excitation();
         return true;
     }();
     (void)done;

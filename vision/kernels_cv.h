@@ -72,8 +72,9 @@ static inline __attribute__((target("avx2,fma"), always_inline)) __m256 swish8(_
     return _mm256_mul_ps(x, q);
 }
 
-// swish16 is swish8 on 16 lanes.
-static inline __attribute__((target("avx512f"), always_inline)) __m512 swish16(__m512 x) {
+// sigmoid16 is 1 / (1 + exp(-x)) on 16 lanes; a NaN stays NaN.
+static inline __attribute__((target("avx512f"), always_inline)) __m512 sigmoid16(__m512 x) {
+    // max/min return their second operand when one is NaN.
     __m512 z = _mm512_min_ps(_mm512_set1_ps(exp_hi), _mm512_max_ps(_mm512_set1_ps(exp_lo), _mm512_sub_ps(_mm512_setzero_ps(), x)));
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(ln2_hi), z);
@@ -84,12 +85,16 @@ static inline __attribute__((target("avx512f"), always_inline)) __m512 swish16(_
     }
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
     p = _mm512_scalef_ps(p, n);
-    // x / d as x * (1/d), the reciprocal's 14 bits refined by one Newton
-    // step; d = 1 + exp(-x) >= 1.
+    // 1/d, the reciprocal's 14 bits refined by one Newton step; d = 1 +
+    // exp(-x) >= 1.
     const __m512 d = _mm512_add_ps(_mm512_set1_ps(1.f), p);
     __m512 q = _mm512_rcp14_ps(d);
-    q = _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.f)));
-    return _mm512_mul_ps(x, q);
+    return _mm512_mul_ps(q, _mm512_fnmadd_ps(d, q, _mm512_set1_ps(2.f)));
+}
+
+// swish16 is swish8 on 16 lanes: x * sigmoid16(x).
+static inline __attribute__((target("avx512f"), always_inline)) __m512 swish16(__m512 x) {
+    return _mm512_mul_ps(x, sigmoid16(x));
 }
 #endif  // x86
 #endif  // __cplusplus

@@ -201,7 +201,7 @@ func inferShapes(g *onnx.Graph, consts map[string]*onnx.Tensor) map[string][]int
 
 // elementwise ops whose output has the shape of their first input.
 var sameShapeOps = map[string]bool{
-	"Sigmoid": true, "Relu": true, "Swish": true, "TTMSwish": true, "Mish": true, "Identity": true, "Dropout": true,
+	"Sigmoid": true, "Relu": true, "Swish": true, "TTMSwish": true, "TTMExcitation": true, "Mish": true, "Identity": true, "Dropout": true,
 	"Tanh": true, "Clip": true, "LeakyRelu": true, "Elu": true, "Exp": true, "Log": true,
 	"Sqrt": true, "Neg": true, "Abs": true, "HardSwish": true, "HardSigmoid": true,
 	"Softmax": true, "SoftMax": true, "LogSoftmax": true, "Cast": true, "BatchNormalization": true,

@@ -38,6 +38,7 @@ const (
 	RewriteSwish          = "swish-fusion"        // Sigmoid(x)*x to OpenCV's Swish layer
 	RewriteDepthwise      = "depthwise"           // Conv with group = channels to the TTMDepthwise layer
 	RewritePointwise      = "pointwise"           // 1x1 Conv (with swish, excitation scale, residual) to TTMPointwise
+	RewriteExcitation     = "excitation"          // Conv-swish-Conv-Sigmoid of a squeeze-excitation to TTMExcitation
 	RewriteDeadCode       = "dead-code"           // nodes and initializers nothing reads
 )
 
@@ -65,6 +66,11 @@ type PrepareOptions struct {
 	// residual Add after them fused in: PointwiseOp (this package's layer)
 	// or "" to keep them.
 	PointwiseOp string
+	// ExcitationOp is the op type the gates of squeeze-excitation blocks
+	// (Conv 1x1, TTMSwish, Conv 1x1, Sigmoid over a 1x1 map, constant
+	// weights and biases) are turned into: ExcitationOp or "" to keep
+	// them.
+	ExcitationOp string
 	// DepthwiseSeparateSwish keeps a TTMSwish that follows a depthwise
 	// convolution as its own layer instead of fusing it into the
 	// DepthwiseOp node.
@@ -97,6 +103,7 @@ func PrepareONNX(m *onnx.Model, opts PrepareOptions) ([]Rewrite, error) {
 		addOperandOrder,
 		swishFusion,
 		outputShapes,
+		excitationGates,
 		pointwiseConvs,
 		depthwiseConvs, // last: shape inference does not know the layer
 	}
@@ -1034,4 +1041,87 @@ func isPointwiseConv(x *graphIndex, n *onnx.Node) bool {
 		}
 	}
 	return true
+}
+
+// excitationGates turns each squeeze-excitation gate, Sigmoid(Conv(
+// TTMSwish(Conv(m)))) over a map of one pixel with constant weights and
+// biases, each node the only reader of the one before, into one node of
+// type opts.ExcitationOp with inputs m, W1, B1, W2, B2 (see ExcitationOp).
+func excitationGates(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
+	if opts.ExcitationOp == "" {
+		return nil, nil
+	}
+	next := func(n *onnx.Node, op string) *onnx.Node {
+		out := n.Outputs[0]
+		if cs := x.consumers[out]; len(cs) == 1 && !x.outputs[out] && cs[0].OpType == op && len(cs[0].Inputs) >= 1 &&
+			cs[0].Inputs[0] == out && len(cs[0].Outputs) == 1 {
+			return cs[0]
+		}
+		return nil
+	}
+	dead := map[*onnx.Node]bool{}
+	count := 0
+	first := ""
+	for _, reduce := range x.g.Nodes {
+		w1 := gateConv(x, reduce)
+		if w1 == nil || dead[reduce] {
+			continue
+		}
+		swish := next(reduce, "TTMSwish")
+		if swish == nil || len(swish.Inputs) != 1 {
+			continue
+		}
+		expand := next(swish, "Conv")
+		if expand == nil {
+			continue
+		}
+		w2 := gateConv(x, expand)
+		sigmoid := next(expand, "Sigmoid")
+		if w2 == nil || sigmoid == nil || len(sigmoid.Inputs) != 1 || w2.Dims[0] != w1.Dims[1] || w2.Dims[1] != w1.Dims[0] {
+			continue
+		}
+		reduce.OpType = opts.ExcitationOp
+		reduce.Inputs = []string{reduce.Inputs[0], reduce.Inputs[1], reduce.Inputs[2], expand.Inputs[1], expand.Inputs[2]}
+		reduce.Outputs = sigmoid.Outputs
+		reduce.Attributes = nil
+		dead[swish], dead[expand], dead[sigmoid] = true, true, true
+		if count == 0 {
+			first = nodeName(reduce)
+		}
+		count++
+	}
+	removeNodes(x.g, dead)
+	if count == 0 {
+		return nil, nil
+	}
+	return []Rewrite{{RewriteExcitation, first, fmt.Sprintf("%d squeeze-excitation gates to %s layers", count, opts.ExcitationOp)}}, nil
+}
+
+// gateConv returns the weights of n if it is a Conv of an excitation gate:
+// 1x1 over a 1x1 map, group 1, no stride, dilation or padding, constant
+// float weights and bias.
+func gateConv(x *graphIndex, n *onnx.Node) *onnx.Tensor {
+	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) != 3 || len(n.Outputs) != 1 {
+		return nil
+	}
+	w, b := x.consts[n.Inputs[1]], x.consts[n.Inputs[2]]
+	in := x.shapes[n.Inputs[0]]
+	if w == nil || b == nil || w.DataType != onnx.Float || b.DataType != onnx.Float || len(w.Dims) != 4 ||
+		w.Dims[2] != 1 || w.Dims[3] != 1 || dimsProduct(b.Dims) != w.Dims[0] ||
+		len(in) != 4 || in[1] != w.Dims[1] || in[2] != 1 || in[3] != 1 || n.AttrInt("group", 1) != 1 {
+		return nil
+	}
+	for _, attr := range []string{"strides", "dilations"} {
+		for _, v := range n.AttrInts(attr) {
+			if v != 1 {
+				return nil
+			}
+		}
+	}
+	for _, v := range n.AttrInts("pads") {
+		if v != 0 {
+			return nil
+		}
+	}
+	return w
 }

@@ -11,17 +11,26 @@ import "fmt"
 // attribute activation ("swish" or "none"/absent).
 const PointwiseOp = "TTMPointwise"
 
+// ExcitationOp is the op type the backbone turns the gates of
+// squeeze-excitation blocks into: this package's excitation layer
+// (excitation_cv.cpp). A node of this type reads the channel means (N, C,
+// 1, 1) and the initializers W1 (R, C, 1, 1), B1 (R), W2 (C, R, 1, 1), B2
+// (C), and outputs sigmoid(W2 · swish(W1 · m + B1) + B2), (N, C, 1, 1).
+const ExcitationOp = "TTMExcitation"
+
 // PointwiseMode says how the backbone runs 1x1 convolutions.
 type PointwiseMode int
 
 const (
 	// PointwiseFast turns each 1x1 Conv over more than one pixel into a
 	// TTMPointwise layer, with the excitation scale before it and the
-	// swish and residual addition after it fused in, where the layer's
-	// AVX-512 kernels run; elsewhere it is PointwiseOpenCV.
+	// swish and residual addition after it fused in, and each
+	// squeeze-excitation gate (two 1x1 Convs over one pixel) into a
+	// TTMExcitation layer, where the layers' AVX-512 kernels run;
+	// elsewhere it is PointwiseOpenCV.
 	PointwiseFast PointwiseMode = iota
 	// PointwiseOpenCV leaves them to OpenCV's Convolution, Scale and
-	// Eltwise layers.
+	// Eltwise layers, and the gates to its Convolutions.
 	PointwiseOpenCV
 )
 
@@ -39,6 +48,7 @@ func (m PointwiseMode) String() string {
 func (m PointwiseMode) prepare(o *PrepareOptions) {
 	if m == PointwiseFast && kernelAVX512.supported() {
 		o.PointwiseOp = PointwiseOp
+		o.ExcitationOp = ExcitationOp
 	}
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The EfficientNet backbone through OpenCV DNN, as the node loads it (the
-# project's graph rewrites and TTM layers: ttm backbone --check --profile,
-# mean of 10 frames after one warm-up), against ONNX Runtime 1.30's CPU
-# provider (ort.mjs: median of 10 frames after 3 warm-ups), on the same
+# project's graph rewrites and layers: ttm backbone --check --profile,
+# median of FRAMES frames after one warm-up), against ONNX Runtime 1.30's
+# CPU provider (ort.mjs: median of FRAMES frames after 3 warm-ups), on the same
 # ONNX files with the same thread count: seeded B0 at 224 (TF SAME
 # padding) and B3 at 300 (Keras padding). Each side runs ROUNDS times,
 # alternately (ours, ORT, ours, ORT, ...); the table keeps each side's
@@ -17,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 THREADS=${THREADS:-2}
 ROUNDS=${ROUNDS:-3}
+FRAMES=${FRAMES:-20}
 OUT=bin/bench/backbone
 mkdir -p "$OUT"
 LOG=$OUT/ttm.log
@@ -39,8 +40,8 @@ bench() {
 	shift 3
 	bin/ttm backbone "$@" --seed 1 --out "$file" >/dev/null 2>>"$LOG"
 	for ((i = 0; i < ROUNDS; i++)); do
-		out=$(bin/ttm backbone --check "$file" --size "$size" --threads "$THREADS" --profile 2>>"$LOG")
-		if ! grep -q "ms per frame (.*, $THREADS OpenCV threads)" <<<"$out"; then
+		out=$(bin/ttm backbone --check "$file" --size "$size" --threads "$THREADS" --profile --frames "$FRAMES" 2>>"$LOG")
+		if ! grep -q "ms per frame (median of $FRAMES frames, $THREADS OpenCV threads)" <<<"$out"; then
 			echo "ours did not run on $THREADS threads:" >&2; echo "$out" >&2; exit 1
 		fi
 		ms=$(awk '/ms per frame/ { print $1 }' <<<"$out")
@@ -48,7 +49,7 @@ bench() {
 			ours=$ms
 			sed -n '/^last frame by layer type/,$p' <<<"$out" >"$OUT/$id.profile"
 		fi
-		ms=$(node bench/backbone/ort.mjs "$file" "$THREADS" 10 | awk '$1 == "ort_ms_median" { print $2 }')
+		ms=$(node bench/backbone/ort.mjs "$file" "$THREADS" "$FRAMES" | awk '$1 == "ort_ms_median" { print $2 }')
 		ort=$(best "$ort" "$ms")
 	done
 	printf '| %s | %s ms | %s ms | %.2f |\n' "$label" "$ours" "$ort" "$(awk -v a="$ours" -v b="$ort" 'BEGIN { print a / b }')"
@@ -61,7 +62,7 @@ bench b3-300 "EfficientNet-B3, 300, Keras padding" 300 --variant b3
 echo
 cores=$(lscpu -p=CORE,SOCKET | grep -v '^#' | sort -u | wc -l)
 cpu=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
-echo "CPU: $cpu, $cores cores; $THREADS threads per side; best of $ROUNDS alternating rounds of 10 frames (ours: mean, ORT: median); load average $load at the start."
+echo "CPU: $cpu, $cores cores; $THREADS threads per side; best of $ROUNDS alternating rounds, each the median of $FRAMES frames; load average $load at the start."
 for id in b0-224 b3-300; do
 	echo
 	echo "ours, $id: $(cat "$OUT/$id.profile")"

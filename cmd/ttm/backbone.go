@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"sort"
 	"time"
 
@@ -33,12 +34,13 @@ func runBackbone(env *environment, args []string) error {
 	filmInput := fs.String("film-input", "", "with --check: name of the FiLM input")
 	sha := fs.String("sha256", "", "with --check: expected SHA-256 of the file")
 	threads := fs.Int("threads", 0, "with --check: OpenCV threads (0: OpenCV's default)")
-	profile := fs.Bool("profile", false, "with --check: time 10 frames and print OpenCV's per-layer profile")
+	profile := fs.Bool("profile", false, "with --check: time --frames frames and print OpenCV's per-layer profile")
+	frames := fs.Int("frames", 10, "with --profile: frames to time (after one warm-up)")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
 	}
 	if *check != "" {
-		return checkBackbone(env, *check, *size, *filmInput, *film, *sha, *threads, *profile)
+		return checkBackbone(env, *check, *size, *filmInput, *film, *sha, *threads, *profile, *frames)
 	}
 	if err := requireFlag("variant", *variant); err != nil {
 		return err
@@ -76,9 +78,12 @@ func runBackbone(env *environment, args []string) error {
 	return nil
 }
 
-func checkBackbone(env *environment, path string, size int, filmInput string, filmDim int, sha string, threads int, profile bool) error {
+func checkBackbone(env *environment, path string, size int, filmInput string, filmDim int, sha string, threads int, profile bool, frames int) error {
 	if size <= 0 {
 		return fmt.Errorf("%w: --check needs --size", errUsage)
+	}
+	if frames < 1 || frames > 100000 {
+		return fmt.Errorf("%w: --frames %d outside 1..100000", errUsage, frames)
 	}
 	spec := vision.BackboneSpec{Path: path, SHA256: sha, Height: size, Width: size, FiLMInput: filmInput, FiLMDim: filmDim, Threads: threads}
 	b, err := vision.OpenBackbone(spec, env.log)
@@ -107,15 +112,17 @@ func checkBackbone(env *environment, path string, size int, filmInput string, fi
 	if err := b.Run(in, e, feat); err != nil { // warm-up
 		return err
 	}
-	const frames = 10
-	start := time.Now()
-	for i := 0; i < frames; i++ {
+	times := make([]time.Duration, frames)
+	for i := range times {
+		start := time.Now()
 		if err := b.Run(in, e, feat); err != nil {
 			return err
 		}
+		times[i] = time.Since(start)
 	}
-	fmt.Fprintf(env.stdout, "%.1f ms per frame (%d frames, %d OpenCV threads)\n",
-		float64(time.Since(start).Microseconds())/1000/frames, frames, vision.OpenCVThreads())
+	slices.Sort(times)
+	fmt.Fprintf(env.stdout, "%.2f ms per frame (median of %d frames, %d OpenCV threads)\n",
+		float64(times[frames/2].Microseconds())/1000, frames, vision.OpenCVThreads())
 	ts := b.LayerTimings()
 	byType := map[string]time.Duration{}
 	count := map[string]int{}

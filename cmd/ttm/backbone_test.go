@@ -41,11 +41,11 @@ func TestBackboneCommand(t *testing.T) {
 		t.Error("the same seed wrote different files")
 	}
 
-	code, stdout, stderr := runCmd(t, "backbone", "--check", a, "--size", "64", "--film-input", "film", "--film", "8", "--profile")
+	code, stdout, stderr := runCmd(t, "backbone", "--check", a, "--size", "64", "--film-input", "film", "--film", "8", "--profile", "--frames", "3")
 	if code != 0 {
 		t.Fatalf("--check: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"output 1280x2x2", "rewrite swish-fusion", "ms per frame", "Convolution"} {
+	for _, want := range []string{"output 1280x2x2", "rewrite swish-fusion", "ms per frame (median of 3 frames", "TTMDepthwise"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--check output lacks %q:\n%s", want, stdout)
 		}
@@ -57,6 +57,7 @@ func TestBackboneCommand(t *testing.T) {
 		{"backbone", "--variant", "b0", "--padding", "valid", "--out", a},
 		{"backbone", "--variant", "b0"},
 		{"backbone", "--check", a},
+		{"backbone", "--check", a, "--size", "64", "--profile", "--frames", "0"},
 	}
 	for _, args := range usage {
 		if code, _, _ := runCmd(t, args...); code != 2 {

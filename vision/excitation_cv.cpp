@@ -1,0 +1,173 @@
+// TTMExcitation: the gate of a squeeze-excitation block as one OpenCV DNN
+// layer. From the channel means m (N, C, 1, 1) (the depthwise layer's
+// second output) it computes
+//   g = sigmoid(W2 · swish(W1 · m + b1) + b2)
+// with W1 (R, C, 1, 1), b1 (R), W2 (C, R, 1, 1), b2 (C): two small
+// matrix-vector products that OpenCV ran as two Convolution layers over a
+// 1x1 map and a TTMSwish, each with its own dispatch. The output (N, C,
+// 1, 1) is the scale the TTMPointwise projection reads.
+//
+// It runs on the calling thread: about 2·R·C multiply-adds (at most a few
+// hundred thousand in EfficientNet-B3), less than waking a second one.
+#include "excitation_cv.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <opencv2/core.hpp>
+#include <opencv2/dnn.hpp>
+
+#include "kernels_cv.h"
+
+namespace {
+
+// dot is sum_i a[i] * b[i].
+float dot_generic(const float* a, const float* b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; j++) {
+            acc[j] += a[i + j] * b[i + j];
+        }
+    }
+    for (; i < n; i++) {
+        acc[0] += a[i] * b[i];
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// sigmoid sets x[i] = 1 / (1 + exp(-x[i])).
+void sigmoid_generic(float* x, int n) {
+    for (int i = 0; i < n; i++) {
+        x[i] = 1.f / (1.f + std::exp(-x[i]));
+    }
+}
+
+#ifdef TTM_X86
+__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, int n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), a1);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+
+__attribute__((target("avx512f"))) void sigmoid_avx512(float* x, int n) {
+    for (int i = 0; i < n; i += 16) {
+        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        _mm512_mask_storeu_ps(x + i, m, sigmoid16(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+#endif
+
+struct ex_ops {
+    float (*dot)(const float* a, const float* b, int n);
+    void (*swish)(const float* src, float* dst, int n);
+    void (*sigmoid)(float* x, int n);
+};
+
+ex_ops ops_for(int isa) {
+#ifdef TTM_X86
+    if (isa == TTM_ISA_AVX512) {
+        return ex_ops{dot_avx512, ttm_swish_fast, sigmoid_avx512};
+    }
+#endif
+    (void)isa;
+    return ex_ops{dot_generic, ttm_swish, sigmoid_generic};
+}
+
+thread_local std::vector<float> tls_hidden;
+
+#define EX_FAIL(what)                                                   \
+    do {                                                                \
+        std::ostringstream ex_fail_msg_;                                \
+        ex_fail_msg_ << "TTMExcitation layer " << name << ": " << what; \
+        throw std::runtime_error(ex_fail_msg_.str());                   \
+    } while (0)
+
+class ExcitationLayer CV_FINAL : public cv::dnn::Layer {
+public:
+    explicit ExcitationLayer(const cv::dnn::LayerParams& p) {
+        setParamsFrom(p);
+        if (blobs.size() != 4) {
+            EX_FAIL("has " << blobs.size() << " constant inputs, want W1 (R, C, 1, 1), b1 (R), W2 (C, R, 1, 1), b2 (C)");
+        }
+        const cv::Mat &w1 = blobs[0], &b1 = blobs[1], &w2 = blobs[2], &b2 = blobs[3];
+        for (const cv::Mat& b : blobs) {
+            if (b.type() != CV_32F || !b.isContinuous()) {
+                EX_FAIL("constants must be float32");
+            }
+        }
+        if (w1.dims != 4 || w1.size[2] != 1 || w1.size[3] != 1 || w1.size[0] < 1 || w1.size[1] < 1) {
+            EX_FAIL("W1 is not (R, C, 1, 1)");
+        }
+        r_ = w1.size[0];
+        c_ = w1.size[1];
+        if (w2.dims != 4 || w2.size[0] != c_ || w2.size[1] != r_ || w2.size[2] != 1 || w2.size[3] != 1) {
+            EX_FAIL("W2 is not (" << c_ << ", " << r_ << ", 1, 1)");
+        }
+        if ((int)b1.total() != r_ || (int)b2.total() != c_) {
+            EX_FAIL("biases have " << b1.total() << " and " << b2.total() << " values, want " << r_ << " and " << c_);
+        }
+    }
+
+    static cv::Ptr<cv::dnn::Layer> create(cv::dnn::LayerParams& p) {
+        return cv::Ptr<cv::dnn::Layer>(new ExcitationLayer(p));
+    }
+
+    bool supportBackend(int backendId) CV_OVERRIDE { return backendId == cv::dnn::DNN_BACKEND_OPENCV; }
+
+    bool getMemoryShapes(const std::vector<cv::dnn::MatShape>& inputs, const int,
+                         std::vector<cv::dnn::MatShape>& outputs,
+                         std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
+        if (inputs.size() != 1 || inputs[0].size() != 4 || inputs[0][1] != c_ || inputs[0][2] != 1 ||
+            inputs[0][3] != 1) {
+            EX_FAIL("input is not one (N, " << c_ << ", 1, 1)");
+        }
+        outputs.assign(1, inputs[0]);
+        return false;
+    }
+
+    void forward(cv::InputArrayOfArrays in_arr, cv::OutputArrayOfArrays out_arr,
+                 cv::OutputArrayOfArrays) CV_OVERRIDE {
+        std::vector<cv::Mat> inputs, outputs;
+        in_arr.getMatVector(inputs);
+        out_arr.getMatVector(outputs);
+        CV_Assert(inputs.size() == 1 && outputs.size() == 1 && inputs[0].type() == CV_32F &&
+                  outputs[0].type() == CV_32F && inputs[0].isContinuous() && outputs[0].isContinuous() &&
+                  (int)inputs[0].total() == (int)outputs[0].total() && (int)inputs[0].total() % c_ == 0);
+        const ex_ops ops = ops_for(ttm_current_isa());
+        std::vector<float>& h = tls_hidden;
+        h.resize(r_);
+        const float *w1 = blobs[0].ptr<float>(), *b1 = blobs[1].ptr<float>();
+        const float *w2 = blobs[2].ptr<float>(), *b2 = blobs[3].ptr<float>();
+        const int batch = (int)inputs[0].total() / c_;
+        for (int n = 0; n < batch; n++) {
+            const float* m = inputs[0].ptr<float>() + (size_t)n * c_;
+            float* g = outputs[0].ptr<float>() + (size_t)n * c_;
+            for (int i = 0; i < r_; i++) {
+                h[i] = b1[i] + ops.dot(w1 + (size_t)i * c_, m, c_);
+            }
+            ops.swish(h.data(), h.data(), r_);
+            for (int i = 0; i < c_; i++) {
+                g[i] = b2[i] + ops.dot(w2 + (size_t)i * r_, h.data(), r_);
+            }
+            ops.sigmoid(g, c_);
+        }
+    }
+
+private:
+    int r_ = 0, c_ = 0;
+};
+
+}  // namespace
+
+void ttm_register_excitation() { cv::dnn::LayerFactory::registerLayer("TTMExcitation", ExcitationLayer::create); }
