@@ -258,17 +258,49 @@ public:
         const int batch = x.size[0], pixels = x.size[2] * x.size[3];
         const pw_ops ops = ops_for(ttm_current_isa());
         const int blocks = (pixels + NR - 1) / NR, panels = (m_ + MR - 1) / MR;
-        // Enough work items to keep every thread busy; a thread packs the
-        // pixel block of each of its items (the items of one block are
-        // consecutive, so mostly once).
         const int threads = std::max(1, cv::getNumThreads());
-        const int groups = std::min(panels, std::max(1, (4 * threads + blocks - 1) / blocks));
-        const int items = blocks * groups;
         for (int n = 0; n < batch; n++) {
             const float* xn = x.ptr<float>() + (size_t)n * k_ * pixels;
             const float* sn = scale_ ? inputs[1].ptr<float>() + (size_t)n * k_ : nullptr;
             const float* rn = residual_ ? inputs.back().ptr<float>() + (size_t)n * m_ * pixels : nullptr;
             float* yn = y.ptr<float>() + (size_t)n * m_ * pixels;
+            auto run = [&](int q, int blk, const float* b) {
+                const int m0 = q * MR, n0 = blk * NR;
+                const size_t o = (size_t)m0 * pixels + n0;
+                ops.tile(tile{a_.data() + (size_t)q * k_ * MR, b, bias_.data() + m0, k_, std::min(MR, m_ - m0),
+                              std::min(NR, pixels - n0), pixels, yn + o, rn ? rn + o : nullptr, swish_});
+            };
+            if (blocks <= max_shared_blocks) {
+                // A small map: all its pixel blocks are packed once, and each
+                // work item is one row panel over all of them, so every
+                // weight is read once and the panels balance the threads.
+                shared_.resize((size_t)blocks * k_ * NR);
+                cv::parallel_for_(
+                    cv::Range(0, blocks),
+                    [&](const cv::Range& r) {
+                        for (int blk = r.start; blk < r.end; blk++) {
+                            ops.pack(shared_.data() + (size_t)blk * k_ * NR, xn + blk * NR, sn, k_, pixels,
+                                     std::min(NR, pixels - blk * NR));
+                        }
+                    },
+                    blocks);
+                cv::parallel_for_(
+                    cv::Range(0, panels),
+                    [&](const cv::Range& r) {
+                        for (int q = r.start; q < r.end; q++) {
+                            for (int blk = 0; blk < blocks; blk++) {
+                                run(q, blk, shared_.data() + (size_t)blk * k_ * NR);
+                            }
+                        }
+                    },
+                    panels);
+                continue;
+            }
+            // A large map: each work item packs one pixel block, in a
+            // thread's own buffer, and runs it through a group of row
+            // panels; there are enough items to keep every thread busy.
+            const int groups = std::min(panels, std::max(1, (4 * threads + blocks - 1) / blocks));
+            const int items = blocks * groups;
             cv::parallel_for_(
                 cv::Range(0, items),
                 [&](const cv::Range& range) {
@@ -279,17 +311,12 @@ public:
                     int packed = -1;
                     for (int it = range.start; it < range.end; it++) {
                         const int blk = it / groups, g = it % groups;
-                        const int n0 = blk * NR, cols = std::min(NR, pixels - n0);
                         if (blk != packed) {
-                            ops.pack(panel.data(), xn + n0, sn, k_, pixels, cols);
+                            ops.pack(panel.data(), xn + blk * NR, sn, k_, pixels, std::min(NR, pixels - blk * NR));
                             packed = blk;
                         }
                         for (int q = g * panels / groups; q < (g + 1) * panels / groups; q++) {
-                            const int m0 = q * MR;
-                            const size_t o = (size_t)m0 * pixels + n0;
-                            ops.tile(tile{a_.data() + (size_t)q * k_ * MR, panel.data(), bias_.data() + m0, k_,
-                                          std::min(MR, m_ - m0), cols, pixels, yn + o, rn ? rn + o : nullptr,
-                                          swish_});
+                            run(q, blk, panel.data());
                         }
                     }
                 },
@@ -316,9 +343,13 @@ private:
         }
     }
 
+    // Maps of at most this many pixel blocks are packed whole (shared_).
+    static constexpr int max_shared_blocks = 16;
+
     int m_ = 0, k_ = 0;
     bool swish_ = false, scale_ = false, residual_ = false;
     std::vector<float> a_, bias_;
+    std::vector<float> shared_;  // the packed pixel blocks of a small map
 };
 
 }  // namespace
