@@ -389,7 +389,7 @@ func TestSHAAndRewritesReported(t *testing.T) {
 	}
 	want := []string{RewriteSwish, RewriteDepthwise}
 	if kernelAVX512.supported() {
-		want = []string{RewriteSwish, RewriteExcitation, RewritePointwise, RewriteDepthwise}
+		want = []string{RewriteSwish, RewriteExcitation, RewriteConv, RewritePointwise, RewriteDepthwise}
 	}
 	var kinds []string
 	for _, r := range b.Rewrites() {

@@ -32,6 +32,7 @@
 #include "depthwise_cv.h"
 
 #include "kernels_cv.h"
+#include "layer_params_cv.h"
 
 #include <algorithm>
 #include <cstring>
@@ -542,23 +543,9 @@ private:
         }
     }
 
-    // ints reads an attribute of 1 or want ints (one value meaning all),
-    // under either name (OpenCV's importer renames some ONNX attributes).
     std::vector<int> ints(const cv::dnn::LayerParams& p, const char* attr, const char* alt, int want,
                           int def) const {
-        const char* key = p.has(attr) ? attr : (alt && p.has(alt) ? alt : nullptr);
-        if (!key) {
-            return std::vector<int>(want, def);
-        }
-        const cv::dnn::DictValue& v = p.get(key);
-        if (!v.isInt() || (v.size() != 1 && v.size() != want)) {
-            DW_FAIL("attribute " << attr << " must hold 1 or " << want << " integers");
-        }
-        std::vector<int> out(want);
-        for (int i = 0; i < want; i++) {
-            out[i] = v.get<int>(v.size() == 1 ? 0 : i);
-        }
-        return out;
+        return ttm_layer_ints(p, "TTMDepthwise layer " + name, attr, alt, want, def);
     }
 
     static std::string describe(const cv::Mat& m) {

@@ -106,7 +106,7 @@ var opencvOps = map[string]bool{
 // opencvLayerOps are non-standard op types that only the rewrites emit:
 // layer types reached through the importer's fallback, OpenCV's own
 // (Swish, Mish) or registered by this package's shim (TTMSwish).
-var opencvLayerOps = map[string]bool{"Swish": true, "Mish": true, "TTMSwish": true, "TTMDepthwise": true, "TTMPointwise": true, "TTMExcitation": true}
+var opencvLayerOps = map[string]bool{"Swish": true, "Mish": true, "TTMSwish": true, "TTMDepthwise": true, "TTMPointwise": true, "TTMExcitation": true, "TTMConv": true}
 
 // opencvMicrosoftOps are the com.microsoft operators OpenCV 4.6 imports.
 var opencvMicrosoftOps = map[string]bool{

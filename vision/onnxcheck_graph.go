@@ -235,6 +235,13 @@ func inferNode(n *onnx.Node, s map[string][]int64, ints func(string) []int64) []
 	switch n.OpType {
 	case "Conv", "MaxPool", "AveragePool":
 		return inferConv(n, x, in(1))
+	case "TTMConv":
+		w := in(1)
+		k, st, pads := n.AttrInts("kernel"), n.AttrInts("strides"), n.AttrInts("pads")
+		if len(x) != 4 || len(w) != 4 || len(k) != 2 || len(st) != 2 || len(pads) != 4 || min(st[0], st[1]) < 1 {
+			return nil
+		}
+		return []int64{x[0], w[0], (x[2]+pads[0]+pads[2]-k[0])/st[0] + 1, (x[3]+pads[1]+pads[3]-k[1])/st[1] + 1}
 	case "TTMPointwise":
 		if w := in(1); len(x) == 4 && len(w) == 4 {
 			return []int64{x[0], w[0], x[2], x[3]}

@@ -39,6 +39,7 @@ const (
 	RewriteDepthwise      = "depthwise"           // Conv with group = channels to the TTMDepthwise layer
 	RewritePointwise      = "pointwise"           // 1x1 Conv (with swish, excitation scale, residual) to TTMPointwise
 	RewriteExcitation     = "excitation"          // Conv-swish-Conv-Sigmoid of a squeeze-excitation to TTMExcitation
+	RewriteConv           = "conv"                // small k x k Conv (a stem, with its swish) to TTMConv
 	RewriteDeadCode       = "dead-code"           // nodes and initializers nothing reads
 )
 
@@ -71,6 +72,10 @@ type PrepareOptions struct {
 	// weights and biases) are turned into: ExcitationOp or "" to keep
 	// them.
 	ExcitationOp string
+	// ConvOp is the op type Convs with group 1, a kernel larger than 1x1
+	// and at most ConvMaxK = C·kh·kw (a network's stem) are turned into,
+	// with the TTMSwish after them fused in: ConvOp or "" to keep them.
+	ConvOp string
 	// DepthwiseSeparateSwish keeps a TTMSwish that follows a depthwise
 	// convolution as its own layer instead of fusing it into the
 	// DepthwiseOp node.
@@ -104,6 +109,7 @@ func PrepareONNX(m *onnx.Model, opts PrepareOptions) ([]Rewrite, error) {
 		swishFusion,
 		outputShapes,
 		excitationGates,
+		stemConvs,
 		pointwiseConvs,
 		depthwiseConvs, // last: shape inference does not know the layer
 	}
@@ -844,7 +850,7 @@ const (
 // depthwiseAttributes returns the TTMDepthwise attributes of a Conv the
 // layer can run, nil for any other node.
 func depthwiseAttributes(x *graphIndex, n *onnx.Node) []*onnx.Attribute {
-	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 {
+	if !plainConv(n) {
 		return nil
 	}
 	w := x.consts[n.Inputs[1]]
@@ -863,50 +869,8 @@ func depthwiseAttributes(x *graphIndex, n *onnx.Node) []*onnx.Attribute {
 			return nil
 		}
 	}
-	if k := n.AttrInts("kernel_shape"); k != nil && !slices.Equal(k, []int64{kh, kw}) {
-		return nil
-	}
-	for _, d := range n.AttrInts("dilations") {
-		if d != 1 {
-			return nil
-		}
-	}
-	strides := n.AttrInts("strides")
-	if strides == nil {
-		strides = []int64{1, 1}
-	}
-	if len(strides) != 2 || min(strides[0], strides[1]) < 1 || max(strides[0], strides[1]) > depthwiseMaxStride {
-		return nil
-	}
-	var pads []int64
-	switch n.AttrString("auto_pad", "NOTSET") {
-	case "NOTSET":
-		pads = n.AttrInts("pads")
-		if pads == nil {
-			pads = make([]int64, 4)
-		}
-	case "VALID":
-		pads = make([]int64, 4)
-	case "SAME_UPPER", "SAME_LOWER":
-		pads = make([]int64, 4)
-		for i, k := range []int64{kh, kw} {
-			size, s := in[2+i], strides[i]
-			total := max(((size+s-1)/s-1)*s+k-size, 0)
-			small, big := total/2, total-total/2
-			if n.AttrString("auto_pad", "") == "SAME_UPPER" {
-				pads[i], pads[i+2] = small, big
-			} else {
-				pads[i], pads[i+2] = big, small
-			}
-		}
-	default:
-		return nil
-	}
-	if len(pads) != 4 || slices.Min(pads) < 0 || slices.Max(pads) > depthwiseMaxPad {
-		return nil
-	}
-	// Both output sides at least 1.
-	if in[2]+pads[0]+pads[2] < kh || in[3]+pads[1]+pads[3] < kw {
+	strides, pads := convGeometry(n, in, kh, kw)
+	if strides == nil || max(strides[0], strides[1]) > depthwiseMaxStride || slices.Max(pads) > depthwiseMaxPad {
 		return nil
 	}
 	return []*onnx.Attribute{
@@ -1011,7 +975,7 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 
 // isPointwiseConv reports whether n is a Conv the TTMPointwise layer runs.
 func isPointwiseConv(x *graphIndex, n *onnx.Node) bool {
-	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 {
+	if !plainConv(n) {
 		return false
 	}
 	w := x.consts[n.Inputs[1]]
@@ -1101,7 +1065,7 @@ func excitationGates(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 // 1x1 over a 1x1 map, group 1, no stride, dilation or padding, constant
 // float weights and bias.
 func gateConv(x *graphIndex, n *onnx.Node) *onnx.Tensor {
-	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) != 3 || len(n.Outputs) != 1 {
+	if !plainConv(n) || len(n.Inputs) != 3 {
 		return nil
 	}
 	w, b := x.consts[n.Inputs[1]], x.consts[n.Inputs[2]]
@@ -1125,3 +1089,139 @@ func gateConv(x *graphIndex, n *onnx.Node) *onnx.Tensor {
 	}
 	return w
 }
+
+// convAttributes are the attributes of Conv; a node with any other (a
+// subgraph, say) is left as it is for CheckONNX to judge.
+var convAttributes = map[string]bool{"kernel_shape": true, "strides": true, "pads": true, "dilations": true, "group": true, "auto_pad": true}
+
+// plainConv reports whether n is an ONNX Conv with one output, two or three
+// inputs and only Conv's attributes.
+func plainConv(n *onnx.Node) bool {
+	if n.OpType != "Conv" || (n.Domain != "" && n.Domain != "ai.onnx") || len(n.Inputs) < 2 || len(n.Inputs) > 3 || len(n.Outputs) != 1 {
+		return false
+	}
+	for _, a := range n.Attributes {
+		if !convAttributes[a.Name] {
+			return false
+		}
+	}
+	return true
+}
+
+// convGeometry returns the strides and explicit pads (top, left, bottom,
+// right; auto_pad resolved from the input shape in, SAME_LOWER putting the
+// odd row and column first as ONNX says) of a Conv with a kh x kw kernel,
+// or nil if the layers here cannot run it: dilation, a kernel_shape that
+// disagrees with the weights, an unknown auto_pad, or an output side
+// under 1.
+func convGeometry(n *onnx.Node, in []int64, kh, kw int64) (strides, pads []int64) {
+	if k := n.AttrInts("kernel_shape"); k != nil && !slices.Equal(k, []int64{kh, kw}) {
+		return nil, nil
+	}
+	for _, d := range n.AttrInts("dilations") {
+		if d != 1 {
+			return nil, nil
+		}
+	}
+	strides = n.AttrInts("strides")
+	if strides == nil {
+		strides = []int64{1, 1}
+	}
+	if len(strides) != 2 || min(strides[0], strides[1]) < 1 {
+		return nil, nil
+	}
+	switch n.AttrString("auto_pad", "NOTSET") {
+	case "NOTSET":
+		pads = n.AttrInts("pads")
+		if pads == nil {
+			pads = make([]int64, 4)
+		}
+	case "VALID":
+		pads = make([]int64, 4)
+	case "SAME_UPPER", "SAME_LOWER":
+		pads = make([]int64, 4)
+		for i, k := range []int64{kh, kw} {
+			size, s := in[2+i], strides[i]
+			total := max(((size+s-1)/s-1)*s+k-size, 0)
+			small, big := total/2, total-total/2
+			if n.AttrString("auto_pad", "") == "SAME_UPPER" {
+				pads[i], pads[i+2] = small, big
+			} else {
+				pads[i], pads[i+2] = big, small
+			}
+		}
+	default:
+		return nil, nil
+	}
+	if len(pads) != 4 || slices.Min(pads) < 0 {
+		return nil, nil
+	}
+	// Both output sides at least 1.
+	if in[2]+pads[0]+pads[2] < kh || in[3]+pads[1]+pads[3] < kw {
+		return nil, nil
+	}
+	return strides, pads
+}
+
+// ConvMaxK bounds C·kh·kw of the Convs stemConvs takes: the TTMConv layer
+// gathers each of the K inputs of a pixel one by one, which pays where K
+// is small (an RGB stem: 27).
+const ConvMaxK = 64
+
+// stemConvs turns Convs with group 1, constant weights, a kernel larger
+// than 1x1 and C·kh·kw at most ConvMaxK into nodes of type opts.ConvOp
+// (attributes kernel, strides, explicit pads), with the TTMSwish that is
+// their only reader fused in.
+func stemConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
+	if opts.ConvOp == "" {
+		return nil, nil
+	}
+	dead := map[*onnx.Node]bool{}
+	count, swished := 0, 0
+	first := ""
+	for _, n := range x.g.Nodes {
+		if !plainConv(n) || n.AttrInt("group", 1) != 1 {
+			continue
+		}
+		w := x.consts[n.Inputs[1]]
+		in := x.shapes[n.Inputs[0]]
+		if w == nil || w.DataType != onnx.Float || len(w.Dims) != 4 || len(in) != 4 || in[1] != w.Dims[1] ||
+			w.Dims[2]*w.Dims[3] < 2 || w.Dims[1]*w.Dims[2]*w.Dims[3] > ConvMaxK || max(w.Dims[2], w.Dims[3]) > convMaxKernel {
+			continue
+		}
+		if len(n.Inputs) == 3 && n.Inputs[2] != "" {
+			if b := x.consts[n.Inputs[2]]; b == nil || b.DataType != onnx.Float || dimsProduct(b.Dims) != w.Dims[0] {
+				continue
+			}
+		}
+		strides, pads := convGeometry(n, in, w.Dims[2], w.Dims[3])
+		if strides == nil || max(strides[0], strides[1]) > convMaxKernel || slices.Max(pads) >= convMaxKernel {
+			continue
+		}
+		n.OpType = opts.ConvOp
+		n.Attributes = []*onnx.Attribute{onnx.IntsAttr("kernel", w.Dims[2], w.Dims[3]), onnx.IntsAttr("strides", strides...), onnx.IntsAttr("pads", pads...)}
+		if len(n.Inputs) == 3 && n.Inputs[2] == "" {
+			n.Inputs = n.Inputs[:2]
+		}
+		out := n.Outputs[0]
+		if cs := x.consumers[out]; len(cs) == 1 && !x.outputs[out] && cs[0].OpType == "TTMSwish" && len(cs[0].Inputs) == 1 && len(cs[0].Outputs) == 1 {
+			n.Outputs = []string{cs[0].Outputs[0]}
+			n.SetAttr(onnx.StringAttr("activation", "swish"))
+			dead[cs[0]] = true
+			swished++
+		}
+		if count == 0 {
+			first = nodeName(n)
+		}
+		count++
+	}
+	removeNodes(x.g, dead)
+	if count == 0 {
+		return nil, nil
+	}
+	return []Rewrite{{RewriteConv, first, fmt.Sprintf("%d Conv nodes to %s layers, %d with the TTMSwish after them fused", count, opts.ConvOp, swished)}}, nil
+}
+
+// convMaxKernel bounds the kernel side, strides and pads of TTMConv
+// (pointwise_cv.cpp's max_kernel).
+const convMaxKernel = 64

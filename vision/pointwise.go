@@ -18,6 +18,14 @@ const PointwiseOp = "TTMPointwise"
 // (C), and outputs sigmoid(W2 · swish(W1 · m + B1) + B2), (N, C, 1, 1).
 const ExcitationOp = "TTMExcitation"
 
+// ConvOp is the op type the backbone turns a stem convolution into (see
+// PrepareOptions.ConvOp): the pointwise layer's matrix product over the
+// pixels' receptive fields. A node of this type reads the input (N, C, H,
+// W), the initializers weights (M, C, kh, kw) and bias (M, optional), and
+// has the attributes kernel [kh kw], strides [sh sw], pads [top left
+// bottom right] and activation.
+const ConvOp = "TTMConv"
+
 // PointwiseMode says how the backbone runs 1x1 convolutions.
 type PointwiseMode int
 
@@ -26,8 +34,9 @@ const (
 	// TTMPointwise layer, with the excitation scale before it and the
 	// swish and residual addition after it fused in, and each
 	// squeeze-excitation gate (two 1x1 Convs over one pixel) into a
-	// TTMExcitation layer, where the layers' AVX-512 kernels run;
-	// elsewhere it is PointwiseOpenCV.
+	// TTMExcitation layer, and the stem convolution into a TTMConv layer,
+	// where the layers' AVX-512 kernels run; elsewhere it is
+	// PointwiseOpenCV.
 	PointwiseFast PointwiseMode = iota
 	// PointwiseOpenCV leaves them to OpenCV's Convolution, Scale and
 	// Eltwise layers, and the gates to its Convolutions.
@@ -49,6 +58,7 @@ func (m PointwiseMode) prepare(o *PrepareOptions) {
 	if m == PointwiseFast && kernelAVX512.supported() {
 		o.PointwiseOp = PointwiseOp
 		o.ExcitationOp = ExcitationOp
+		o.ConvOp = ConvOp
 	}
 }
 

@@ -24,6 +24,13 @@
 // threads: a 7x7 map has two pixel blocks, so its rows are split too.
 // There are AVX-512F kernels and portable C++ (compiled with the package's
 // flags); the backbone uses this layer only where the AVX-512 kernels run.
+//
+// TTMConv is the same layer for a k x k convolution with strides and pads
+// (attributes kernel, strides, pads: top, left, bottom, right): the stem
+// of EfficientNet, 3 input channels. The weights (M, C, kh, kw) are the
+// matrix M x K with K = C*kh*kw, and packing gathers each pixel block's
+// K x 32 receptive fields from the input (im2col), zeros in the padding.
+// No scale or residual.
 #include "pointwise_cv.h"
 
 #include <algorithm>
@@ -37,6 +44,7 @@
 #include <opencv2/dnn.hpp>
 
 #include "kernels_cv.h"
+#include "layer_params_cv.h"
 
 namespace {
 
@@ -56,10 +64,20 @@ struct tile {
     bool swish;
 };
 
+// The input and kernel of a TTMConv: C x H x W in, kh x kw kernel, strides,
+// top and left pads, output width.
+struct geometry {
+    int c, h, w, kh, kw, sh, sw, pt, pl, wo;
+};
+
 struct pw_ops {
     // pack: b[p*NR + j] = x[p*ldx + j] * (s ? s[p] : 1) for j < cols, 0 for
     // cols <= j < NR, p < k.
     void (*pack)(float* b, const float* x, const float* s, int k, int ldx, int cols);
+    // im2col is pack for TTMConv: b[p*NR + j] is the input under tap p =
+    // (c*kh + ky)*kw + kx of output pixel n0 + j, 0 in the padding and for
+    // j >= cols.
+    void (*im2col)(float* b, const float* x, const geometry& g, int n0, int cols);
     void (*tile)(const tile& t);
 };
 
@@ -73,6 +91,26 @@ void pack_generic(float* b, const float* x, const float* s, int k, int ldx, int 
         }
         for (int j = cols; j < NR; j++) {
             br[j] = 0.f;
+        }
+    }
+}
+
+void im2col_generic(float* b, const float* x, const geometry& g, int n0, int cols) {
+    int iy0[NR], ix0[NR];
+    for (int j = 0; j < NR; j++) {
+        const int o = n0 + std::min(j, cols - 1);
+        iy0[j] = (o / g.wo) * g.sh - g.pt;
+        ix0[j] = (o % g.wo) * g.sw - g.pl;
+    }
+    for (int c = 0; c < g.c; c++) {
+        const float* xc = x + (size_t)c * g.h * g.w;
+        for (int ky = 0; ky < g.kh; ky++) {
+            for (int kx = 0; kx < g.kw; kx++, b += NR) {
+                for (int j = 0; j < NR; j++) {
+                    const int iy = iy0[j] + ky, ix = ix0[j] + kx;
+                    b[j] = j < cols && iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? xc[iy * g.w + ix] : 0.f;
+                }
+            }
         }
     }
 }
@@ -122,6 +160,46 @@ __attribute__((target("avx512f"))) void pack_avx512(float* b, const float* x, co
     }
 }
 
+// im2col_avx512 gathers 16 pixels at a time, out-of-bounds lanes masked.
+__attribute__((target("avx512f"))) void im2col_avx512(float* b, const float* x, const geometry& g, int n0,
+                                                     int cols) {
+    __m512i iy0[2], ix0[2];
+    __mmask16 live[2];
+    for (int h = 0; h < 2; h++) {
+        live[h] = lanes(cols - 16 * h);
+        alignas(64) int iy[16], ix[16];
+        for (int j = 0; j < 16; j++) {
+            const int o = n0 + std::min(16 * h + j, cols - 1);
+            iy[j] = (o / g.wo) * g.sh - g.pt;
+            ix[j] = (o % g.wo) * g.sw - g.pl;
+        }
+        iy0[h] = _mm512_load_si512(iy);
+        ix0[h] = _mm512_load_si512(ix);
+    }
+    const __m512i hmax = _mm512_set1_epi32(g.h), wmax = _mm512_set1_epi32(g.w), width = _mm512_set1_epi32(g.w);
+    for (int ky = 0; ky < g.kh; ky++) {
+        for (int kx = 0; kx < g.kw; kx++) {
+            __mmask16 m[2];
+            __m512i idx[2];
+            for (int h = 0; h < 2; h++) {
+                const __m512i iy = _mm512_add_epi32(iy0[h], _mm512_set1_epi32(ky));
+                const __m512i ix = _mm512_add_epi32(ix0[h], _mm512_set1_epi32(kx));
+                // Unsigned compares: negative coordinates are out too.
+                m[h] = live[h] & _mm512_cmplt_epu32_mask(iy, hmax) & _mm512_cmplt_epu32_mask(ix, wmax);
+                idx[h] = _mm512_add_epi32(_mm512_mullo_epi32(iy, width), ix);
+            }
+            for (int c = 0; c < g.c; c++) {
+                const float* xc = x + (size_t)c * g.h * g.w;
+                float* row = b + ((size_t)(c * g.kh + ky) * g.kw + kx) * NR;
+                for (int h = 0; h < 2; h++) {
+                    _mm512_storeu_ps(row + 16 * h,
+                                     _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m[h], idx[h], xc, 4));
+                }
+            }
+        }
+    }
+}
+
 __attribute__((target("avx512f"))) void tile_avx512(const tile& t) {
     __m512 c0[MR], c1[MR];
 #pragma GCC unroll 8
@@ -164,22 +242,22 @@ __attribute__((target("avx512f"))) void tile_avx512(const tile& t) {
 pw_ops ops_for(int isa) {
 #ifdef TTM_X86
     if (isa == TTM_ISA_AVX512) {
-        return pw_ops{pack_avx512, tile_avx512};
+        return pw_ops{pack_avx512, im2col_avx512, tile_avx512};
     }
 #endif
     (void)isa;
-    return pw_ops{pack_generic, tile_generic};
+    return pw_ops{pack_generic, im2col_generic, tile_generic};
 }
 
 // The packed pixel panel of each thread, grown as needed and kept: the
 // layer allocates nothing once every thread has seen the largest K.
 thread_local std::vector<float> tls_panel;
 
-#define PW_FAIL(what)                                                  \
-    do {                                                               \
-        std::ostringstream pw_fail_msg_;                               \
-        pw_fail_msg_ << "TTMPointwise layer " << name << ": " << what; \
-        throw std::runtime_error(pw_fail_msg_.str());                  \
+#define PW_FAIL(what)                                                 \
+    do {                                                              \
+        std::ostringstream pw_fail_msg_;                              \
+        pw_fail_msg_ << type << " layer " << name << ": " << what;    \
+        throw std::runtime_error(pw_fail_msg_.str());                 \
     } while (0)
 
 class PointwiseLayer CV_FINAL : public cv::dnn::Layer {
@@ -191,12 +269,31 @@ public:
                            << " constant inputs; it needs the weights (M, K, 1, 1) and optionally the bias (M)");
         }
         const cv::Mat& wt = blobs[0];
-        if (wt.dims != 4 || wt.type() != CV_32F || wt.size[2] != 1 || wt.size[3] != 1 || wt.size[0] < 1 ||
-            wt.size[1] < 1) {
-            PW_FAIL("weights are not float32 (M, K, 1, 1)");
+        conv_ = type == "TTMConv";
+        if (wt.dims != 4 || wt.type() != CV_32F || wt.size[0] < 1 || wt.size[1] < 1 ||
+            (!conv_ && (wt.size[2] != 1 || wt.size[3] != 1))) {
+            PW_FAIL("weights are not float32 " << (conv_ ? "(M, C, kh, kw)" : "(M, K, 1, 1)"));
         }
         m_ = wt.size[0];
-        k_ = wt.size[1];
+        c_ = wt.size[1];
+        if (conv_) {
+            const std::string who = "TTMConv layer " + name;
+            std::vector<int> k = ttm_layer_ints(p, who, "kernel", nullptr, 2, 1);
+            std::vector<int> st = ttm_layer_ints(p, who, "strides", "stride", 2, 1);
+            std::vector<int> pads = ttm_layer_ints(p, who, "pads", "pad", 4, 0);
+            if (k[0] != wt.size[2] || k[1] != wt.size[3] || k[0] > max_kernel || k[1] > max_kernel) {
+                PW_FAIL("kernel " << k[0] << "x" << k[1] << " does not match the weights or exceeds " << max_kernel);
+            }
+            if (std::min(st[0], st[1]) < 1 || std::max(st[0], st[1]) > max_kernel ||
+                *std::min_element(pads.begin(), pads.end()) < 0 ||
+                *std::max_element(pads.begin(), pads.end()) >= max_kernel) {
+                PW_FAIL("strides or pads out of range");
+            }
+            g_ = geometry{c_, 0, 0, k[0], k[1], st[0], st[1], pads[0], pads[1], 0};
+            pb_ = pads[2];
+            pr_ = pads[3];
+        }
+        k_ = c_ * wt.size[2] * wt.size[3];
         if (blobs.size() == 2 && (blobs[1].type() != CV_32F || (int)blobs[1].total() != m_)) {
             PW_FAIL("bias has " << blobs[1].total() << " values, want " << m_ << " float32");
         }
@@ -211,6 +308,9 @@ public:
         }
         scale_ = p.get<int>("scale", 0) != 0;
         residual_ = p.get<int>("residual", 0) != 0;
+        if (conv_ && (scale_ || residual_)) {
+            PW_FAIL("has no scale or residual");
+        }
         pack_weights();
     }
 
@@ -228,10 +328,17 @@ public:
             PW_FAIL("has " << inputs.size() << " computed inputs, want " << want);
         }
         const cv::dnn::MatShape& in = inputs[0];
-        if (in.size() != 4 || in[1] != k_) {
-            PW_FAIL("input is not (N, " << k_ << ", H, W)");
+        if (in.size() != 4 || in[1] != c_) {
+            PW_FAIL("input is not (N, " << c_ << ", H, W)");
         }
         cv::dnn::MatShape out{in[0], m_, in[2], in[3]};
+        if (conv_) {
+            out[2] = out_size(in[2], g_.kh, g_.sh, g_.pt, pb_);
+            out[3] = out_size(in[3], g_.kw, g_.sw, g_.pl, pr_);
+            if (out[2] < 1 || out[3] < 1) {
+                PW_FAIL("input " << in[2] << "x" << in[3] << " is smaller than the kernel");
+            }
+        }
         if (scale_ && inputs[1] != cv::dnn::MatShape{in[0], k_, 1, 1}) {
             PW_FAIL("scale is not (N, " << k_ << ", 1, 1)");
         }
@@ -253,14 +360,19 @@ public:
         }
         const cv::Mat& x = inputs[0];
         cv::Mat& y = outputs[0];
-        CV_Assert(y.type() == CV_32F && y.isContinuous() && x.size[1] == k_ && y.size[1] == m_ &&
-                  y.size[0] == x.size[0] && y.size[2] == x.size[2] && y.size[3] == x.size[3]);
-        const int batch = x.size[0], pixels = x.size[2] * x.size[3];
+        geometry g = g_;
+        g.h = x.size[2];
+        g.w = x.size[3];
+        g.wo = conv_ ? out_size(g.w, g.kw, g.sw, g.pl, pr_) : g.w;
+        const int ho = conv_ ? out_size(g.h, g.kh, g.sh, g.pt, pb_) : g.h;
+        CV_Assert(y.type() == CV_32F && y.isContinuous() && x.size[1] == c_ && y.size[1] == m_ &&
+                  y.size[0] == x.size[0] && y.size[2] == ho && y.size[3] == g.wo);
+        const int batch = x.size[0], pixels = ho * g.wo;
         const pw_ops ops = ops_for(ttm_current_isa());
         const int blocks = (pixels + NR - 1) / NR, panels = (m_ + MR - 1) / MR;
         const int threads = std::max(1, cv::getNumThreads());
         for (int n = 0; n < batch; n++) {
-            const float* xn = x.ptr<float>() + (size_t)n * k_ * pixels;
+            const float* xn = x.ptr<float>() + (size_t)n * c_ * g.h * g.w;
             const float* sn = scale_ ? inputs[1].ptr<float>() + (size_t)n * k_ : nullptr;
             const float* rn = residual_ ? inputs.back().ptr<float>() + (size_t)n * m_ * pixels : nullptr;
             float* yn = y.ptr<float>() + (size_t)n * m_ * pixels;
@@ -269,6 +381,14 @@ public:
                 const size_t o = (size_t)m0 * pixels + n0;
                 ops.tile(tile{a_.data() + (size_t)q * k_ * MR, b, bias_.data() + m0, k_, std::min(MR, m_ - m0),
                               std::min(NR, pixels - n0), pixels, yn + o, rn ? rn + o : nullptr, swish_});
+            };
+            auto pack = [&](float* b, int blk) {
+                const int n0 = blk * NR, cols = std::min(NR, pixels - n0);
+                if (conv_) {
+                    ops.im2col(b, xn, g, n0, cols);
+                } else {
+                    ops.pack(b, xn + n0, sn, k_, pixels, cols);
+                }
             };
             if (blocks <= max_shared_blocks) {
                 // A small map: all its pixel blocks are packed once, and each
@@ -279,8 +399,7 @@ public:
                     cv::Range(0, blocks),
                     [&](const cv::Range& r) {
                         for (int blk = r.start; blk < r.end; blk++) {
-                            ops.pack(shared_.data() + (size_t)blk * k_ * NR, xn + blk * NR, sn, k_, pixels,
-                                     std::min(NR, pixels - blk * NR));
+                            pack(shared_.data() + (size_t)blk * k_ * NR, blk);
                         }
                     },
                     blocks);
@@ -312,7 +431,7 @@ public:
                     for (int it = range.start; it < range.end; it++) {
                         const int blk = it / groups, g = it % groups;
                         if (blk != packed) {
-                            ops.pack(panel.data(), xn + blk * NR, sn, k_, pixels, std::min(NR, pixels - blk * NR));
+                            pack(panel.data(), blk);
                             packed = blk;
                         }
                         for (int q = g * panels / groups; q < (g + 1) * panels / groups; q++) {
@@ -325,6 +444,13 @@ public:
     }
 
 private:
+    static constexpr int max_kernel = 64;
+
+    static int out_size(int n, int k, int s, int before, int after) {
+        const int span = n + before + after - k;
+        return span < 0 ? 0 : span / s + 1;
+    }
+
     // pack_weights lays the weights out in k-major panels of MR rows and
     // pads the last panel and the bias with zeros.
     void pack_weights() {
@@ -346,12 +472,17 @@ private:
     // Maps of at most this many pixel blocks are packed whole (shared_).
     static constexpr int max_shared_blocks = 16;
 
-    int m_ = 0, k_ = 0;
-    bool swish_ = false, scale_ = false, residual_ = false;
+    int m_ = 0, c_ = 0, k_ = 0;  // K = C for 1x1, C*kh*kw for TTMConv
+    bool swish_ = false, scale_ = false, residual_ = false, conv_ = false;
+    geometry g_{};  // TTMConv's kernel, strides, top and left pads
+    int pb_ = 0, pr_ = 0;
     std::vector<float> a_, bias_;
     std::vector<float> shared_;  // the packed pixel blocks of a small map
 };
 
 }  // namespace
 
-void ttm_register_pointwise() { cv::dnn::LayerFactory::registerLayer("TTMPointwise", PointwiseLayer::create); }
+void ttm_register_pointwise() {
+    cv::dnn::LayerFactory::registerLayer("TTMPointwise", PointwiseLayer::create);
+    cv::dnn::LayerFactory::registerLayer("TTMConv", PointwiseLayer::create);
+}

@@ -271,15 +271,19 @@ func convZ(m *onnx.Model) *onnx.Node {
 // TestPointwiseLayerRejects gives the layer nodes it cannot run: OpenCV
 // must refuse them with an error naming the problem, not abort.
 func TestPointwiseLayerRejects(t *testing.T) {
-	build := func(w *onnx.Tensor, inputs []string, attrs ...*onnx.Attribute) *testGraph {
+	buildOp := func(op string, w *onnx.Tensor, inputs []string, attrs ...*onnx.Attribute) *testGraph {
 		g := newTestGraph(13).input("x", 1, 3, 3, 3)
 		g.m.Graph.Initializers = append(g.m.Graph.Initializers, w)
 		g.floats("B", []float32{1, 2}, 2)
 		g.node("GlobalAveragePool", []string{"x"}, "s")
-		g.node(PointwiseOp, inputs, "y", attrs...)
+		g.node(op, inputs, "y", attrs...)
 		g.output("y")
 		return g
 	}
+	build := func(w *onnx.Tensor, inputs []string, attrs ...*onnx.Attribute) *testGraph {
+		return buildOp(PointwiseOp, w, inputs, attrs...)
+	}
+	w3 := onnx.FloatTensor("W", make([]float32, 54), 2, 3, 3, 3)
 	w := onnx.FloatTensor("W", make([]float32, 6), 2, 3, 1, 1)
 	cases := []struct {
 		name string
@@ -292,6 +296,10 @@ func TestPointwiseLayerRejects(t *testing.T) {
 		{"scale missing", build(w, []string{"x", "W"}, onnx.IntAttr("scale", 1)), "has 1 computed inputs, want 2"},
 		{"scale of the wrong size", build(onnx.FloatTensor("W", make([]float32, 10), 2, 5, 1, 1), []string{"x", "W", "s"}, onnx.IntAttr("scale", 1)), "input is not (N, 5, H, W)"},
 		{"residual of the wrong shape", build(w, []string{"x", "W", "x"}, onnx.IntAttr("residual", 1)), "residual is not (N, 2, H, W)"},
+		{"conv opens", buildOp(ConvOp, w3, []string{"x", "W", "B"}, onnx.IntsAttr("kernel", 3, 3), onnx.IntsAttr("pads", 1, 1, 1, 1)), ""},
+		{"conv kernel disagrees", buildOp(ConvOp, w3, []string{"x", "W"}, onnx.IntsAttr("kernel", 2, 2)), "kernel 2x2 does not match"},
+		{"conv with a scale", buildOp(ConvOp, w3, []string{"x", "W", "s"}, onnx.IntsAttr("kernel", 3, 3), onnx.IntAttr("scale", 1)), "has no scale or residual"},
+		{"conv larger than its input", buildOp(ConvOp, onnx.FloatTensor("W", make([]float32, 150), 2, 3, 5, 5), []string{"x", "W"}, onnx.IntsAttr("kernel", 5, 5)), "smaller than the kernel"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -302,7 +310,7 @@ func TestPointwiseLayerRejects(t *testing.T) {
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "TTMPointwise") {
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), " layer ") {
 				t.Fatalf("open: %v, want an error with %q", err, c.want)
 			}
 		})
@@ -370,13 +378,158 @@ func TestPointwiseBackbones(t *testing.T) {
 				}
 			}
 			types := layerTypes(b.LayerTimings())
-			// Left to OpenCV: the stem and FiLM's Mul and Add after each block.
+			// Left to OpenCV: FiLM's Mul and Add after each block.
 			scales := 0
 			if c.cfg.FiLMDim > 0 {
 				scales = 2 * c.blocks
 			}
-			if types[PointwiseOp] != c.n || types[ExcitationOp] != c.blocks || types["Convolution"] != 1 || types["Scale"] != scales {
-				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 Convolution, %d Scale", types, c.n, c.blocks, scales)
+			if types[PointwiseOp] != c.n || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 || types["Scale"] != scales {
+				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution, %d Scale", types, c.n, c.blocks, scales)
+			}
+		})
+	}
+}
+
+// convCase is one k x k convolution (group 1) for the TTMConv layer.
+type convCase struct {
+	n, c, m, h, w  int
+	kh, kw, sh, sw int
+	pads           [4]int // top, left, bottom, right
+	bias, swish    bool
+}
+
+// naive computes the case in float64 from its definition.
+func (c convCase) naive(x, wt, b []float32) (y []float64, ho, wo int) {
+	ho = (c.h+c.pads[0]+c.pads[2]-c.kh)/c.sh + 1
+	wo = (c.w+c.pads[1]+c.pads[3]-c.kw)/c.sw + 1
+	y = make([]float64, c.n*c.m*ho*wo)
+	for n := 0; n < c.n; n++ {
+		for m := 0; m < c.m; m++ {
+			for oy := 0; oy < ho; oy++ {
+				for ox := 0; ox < wo; ox++ {
+					z := 0.0
+					if b != nil {
+						z = float64(b[m])
+					}
+					for ch := 0; ch < c.c; ch++ {
+						for ky := 0; ky < c.kh; ky++ {
+							for kx := 0; kx < c.kw; kx++ {
+								iy, ix := oy*c.sh+ky-c.pads[0], ox*c.sw+kx-c.pads[1]
+								if iy >= 0 && iy < c.h && ix >= 0 && ix < c.w {
+									z += float64(wt[((m*c.c+ch)*c.kh+ky)*c.kw+kx]) * float64(x[((n*c.c+ch)*c.h+iy)*c.w+ix])
+								}
+							}
+						}
+					}
+					if c.swish {
+						z /= 1 + math.Exp(-z)
+					}
+					y[((n*c.m+m)*ho+oy)*wo+ox] = z
+				}
+			}
+		}
+	}
+	return y, ho, wo
+}
+
+func (c convCase) graph(wt, b []float32) *onnx.Model {
+	g := newTestGraph(13).input("x", int64(c.n), int64(c.c), int64(c.h), int64(c.w))
+	g.floats("W", wt, int64(c.m), int64(c.c), int64(c.kh), int64(c.kw))
+	inputs := []string{"x", "W"}
+	if b != nil {
+		g.floats("B", b, int64(c.m))
+		inputs = append(inputs, "B")
+	}
+	out := "y"
+	if c.swish {
+		out = "z"
+	}
+	g.node("Conv", inputs, out, onnx.IntsAttr("kernel_shape", int64(c.kh), int64(c.kw)), onnx.IntsAttr("strides", int64(c.sh), int64(c.sw)),
+		onnx.IntsAttr("pads", int64(c.pads[0]), int64(c.pads[1]), int64(c.pads[2]), int64(c.pads[3])))
+	if c.swish {
+		g.node("Sigmoid", []string{"z"}, "s")
+		g.node("Mul", []string{"z", "s"}, "y")
+	}
+	g.output("y")
+	return g.m
+}
+
+// TestConvLayerMatchesNaive runs stem-like convolutions through the
+// rewrite and the TTMConv layer, with every kernel set the CPU runs,
+// against convCase.naive: Keras' asymmetric stride-2 padding, pads wider
+// than the kernel, rectangular kernels and strides, maps whose rows do not
+// divide the 32-pixel blocks, a single channel and a batch of 2.
+func TestConvLayerMatchesNaive(t *testing.T) {
+	cases := []convCase{
+		{1, 3, 32, 17, 23, 3, 3, 2, 2, [4]int{0, 0, 1, 1}, true, true},
+		{1, 3, 40, 30, 30, 3, 3, 2, 2, [4]int{1, 1, 1, 1}, true, false},
+		{2, 2, 7, 9, 11, 5, 5, 1, 1, [4]int{2, 2, 2, 2}, false, true},
+		{1, 1, 9, 8, 40, 1, 3, 1, 2, [4]int{0, 1, 0, 1}, true, true},
+		{1, 2, 16, 6, 6, 2, 2, 2, 2, [4]int{0, 0, 0, 0}, true, false},
+		{1, 3, 8, 5, 4, 3, 3, 1, 1, [4]int{4, 3, 2, 5}, true, true},
+	}
+	r := rand.New(rand.NewPCG(11, 12))
+	forEachISA(t, func(isa kernelISA) {
+		for i, c := range cases {
+			wt, b := randSlice32(r, c.m*c.c*c.kh*c.kw), randSlice32(r, c.m)
+			if !c.bias {
+				b = nil
+			}
+			x := randSlice32(r, c.n*c.c*c.h*c.w)
+			want, _, _ := c.naive(x, wt, b)
+			got, rs, ts := runCV(t, c.graph(wt, b), PrepareOptions{SwishOp: "TTMSwish", ConvOp: ConvOp}, []int{c.n, c.c, c.h, c.w}, x)
+			if types := layerTypes(ts); types[ConvOp] != 1 || types["Convolution"] != 0 || types["TTMSwish"] != 0 || types["Padding"] != 0 {
+				t.Fatalf("%s, case %d: layers %v (rewrites %v), want one TTMConv", isa, i, types, rs)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("%s, case %d: %d outputs, want %d", isa, i, len(got), len(want))
+			}
+			if e := relErr64(got, want); e > 1e-5 {
+				t.Errorf("%s, case %d %+v: relative error %.2g", isa, i, c, e)
+			}
+		}
+	})
+}
+
+// TestConvRewriteSelects: only small group-1 kernels become TTMConv.
+func TestConvRewriteSelects(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	cases := []struct {
+		name  string
+		c     convCase
+		edit  func(m *onnx.Model)
+		nodes string
+	}{
+		{"stem", convCase{1, 3, 8, 9, 9, 3, 3, 2, 2, [4]int{0, 0, 1, 1}, true, true}, nil, "TTMConv"},
+		{"K over the limit", convCase{1, 8, 8, 9, 9, 3, 3, 1, 1, [4]int{1, 1, 1, 1}, true, true}, nil, "Conv TTMSwish"},
+		{"dilated", convCase{1, 3, 8, 9, 9, 3, 3, 1, 1, [4]int{2, 2, 2, 2}, true, false}, func(m *onnx.Model) {
+			m.Graph.Nodes[0].SetAttr(onnx.IntsAttr("dilations", 2, 2))
+		}, "Conv"},
+		{"grouped", convCase{1, 4, 4, 9, 9, 3, 3, 1, 1, [4]int{1, 1, 1, 1}, true, false}, func(m *onnx.Model) {
+			m.Graph.Initializers[0] = onnx.FloatTensor("W", make([]float32, 4*2*9), 4, 2, 3, 3)
+			m.Graph.Nodes[0].SetAttr(onnx.IntAttr("group", 2))
+		}, "Conv"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.c
+			m := c.graph(randSlice32(r, c.m*c.c*c.kh*c.kw), randSlice32(r, c.m))
+			if tc.edit != nil {
+				tc.edit(m)
+			}
+			opts := PrepareOptions{SwishOp: "TTMSwish", ConvOp: ConvOp, Inputs: map[string][]int64{"x": {1, int64(c.c), 9, 9}}, ImageInput: "x", Output: "y"}
+			if _, err := PrepareONNX(m, opts); err != nil {
+				t.Fatal(err)
+			}
+			if err := CheckONNX(m); err != nil {
+				t.Fatal(err)
+			}
+			var ops []string
+			for _, n := range m.Graph.Nodes {
+				ops = append(ops, n.OpType)
+			}
+			if got := strings.Join(ops, " "); got != tc.nodes {
+				t.Errorf("nodes %q, want %q", got, tc.nodes)
 			}
 		})
 	}
