@@ -282,6 +282,145 @@ dw_ops ops_for(int isa) {
     return dw_ops{taps_generic, split2_generic, swish_generic, sum_generic};
 }
 
+// The blocked path: 16 channels at a time, interleaved (NCHW16c) in work
+// memory, so that one vector holds one pixel of 16 channels and every
+// multiply-add of a tap is useful, whatever the map's width. Used for
+// maps of up to blocked_max_padded padded pixels with channels a multiple
+// of 16 (EfficientNet's smaller stages), with AVX-512.
+struct blocked_geometry {
+    int h, w, ho, wo, kh, kw, sh, sw, pt, pl;
+    int hp, wp;  // padded input rows and columns held in work memory
+};
+
+#ifdef TTM_X86
+
+// transpose16 transposes the 16 x 16 floats in r.
+__attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512 r[16]) {
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+#pragma GCC unroll 2
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 4; j++) {
+            t[8 * i + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0x88);
+            t[8 * i + 4 + j] = _mm512_shuffle_f32x4(r[8 * i + j], r[8 * i + 4 + j], 0xdd);
+        }
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(t[j], t[8 + j], 0xdd);
+    }
+}
+
+// blocked_outputs computes R outputs of row oy from column ox on, 16
+// channels each, from the interleaved padded input p, into orow; it
+// returns sum plus the outputs.
+template <int R>
+__attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(const float* p,
+                                                                              const blocked_geometry& g,
+                                                                              const float* wt, __m512 b,
+                                                                              bool swish, int oy, int ox,
+                                                                              float* orow, __m512 sum) {
+    __m512 acc[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+        acc[i] = b;
+    }
+    for (int ky = 0; ky < g.kh; ky++) {
+        const float* row = p + ((size_t)(oy * g.sh + ky) * g.wp + (size_t)ox * g.sw) * 16;
+        for (int kx = 0; kx < g.kw; kx++) {
+            const __m512 wv = _mm512_loadu_ps(wt + (ky * g.kw + kx) * 16);
+            const float* q = row + kx * 16;
+#pragma GCC unroll 8
+            for (int i = 0; i < R; i++) {
+                acc[i] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q + i * g.sw * 16), acc[i]);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < R; i++) {
+        const __m512 v = swish ? swish16(acc[i]) : acc[i];
+        sum = _mm512_add_ps(sum, v);
+        _mm512_storeu_ps(orow + (size_t)(ox + i) * 16, v);
+    }
+    return sum;
+}
+
+// blocked_group convolves the 16 channel planes at x (h x w each) into
+// those at y (ho x wo each). wt holds the taps' weights, 16 per tap, and
+// bias 16 values; mean, if not null, gets the 16 output means. p is work
+// memory of hp*wp*16 floats, orow of (wo rounded up to 16)*16.
+__attribute__((target("avx512f"))) void blocked_group(const float* x, float* y, const blocked_geometry& g,
+                                                     const float* wt, const float* bias, bool swish,
+                                                     float* mean, float* p, float* orow) {
+    const size_t plane = (size_t)g.h * g.w, oplane = (size_t)g.ho * g.wo;
+    std::memset(p, 0, sizeof(float) * (size_t)g.hp * g.wp * 16);
+    __m512 r[16];
+    for (int iy = 0; iy < g.h && iy + g.pt < g.hp; iy++) {
+        float* prow = p + ((size_t)(iy + g.pt) * g.wp + g.pl) * 16;
+        for (int ix = 0; ix < g.w; ix += 16) {
+            const int n = std::min(16, std::min(g.w, g.wp - g.pl) - ix);
+            if (n <= 0) {
+                break;
+            }
+            const __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) {
+                r[c] = _mm512_maskz_loadu_ps(m, x + c * plane + (size_t)iy * g.w + ix);
+            }
+            transpose16(r);
+            for (int j = 0; j < n; j++) {
+                _mm512_storeu_ps(prow + (size_t)(ix + j) * 16, r[j]);
+            }
+        }
+    }
+    const __m512 b = _mm512_loadu_ps(bias);
+    __m512 sum = _mm512_setzero_ps();
+    for (int oy = 0; oy < g.ho; oy++) {
+        int ox = 0;
+        for (; ox + 8 <= g.wo; ox += 8) {
+            sum = blocked_outputs<8>(p, g, wt, b, swish, oy, ox, orow, sum);
+        }
+        switch (g.wo - ox) {
+            case 7: sum = blocked_outputs<7>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+            case 6: sum = blocked_outputs<6>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+            case 5: sum = blocked_outputs<5>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+            case 4: sum = blocked_outputs<4>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+            case 3: sum = blocked_outputs<3>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+            case 2: sum = blocked_outputs<2>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+            case 1: sum = blocked_outputs<1>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+        }
+        for (int ox = 0; ox < g.wo; ox += 16) {
+            const int n = std::min(16, g.wo - ox);
+            const __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) {
+                r[j] = _mm512_loadu_ps(orow + (size_t)(ox + j) * 16);
+            }
+            transpose16(r);
+#pragma GCC unroll 16
+            for (int c = 0; c < 16; c++) {
+                _mm512_mask_storeu_ps(y + c * oplane + (size_t)oy * g.wo + ox, m, r[c]);
+            }
+        }
+    }
+    if (mean) {
+        _mm512_storeu_ps(mean, _mm512_div_ps(sum, _mm512_set1_ps((float)oplane)));
+    }
+}
+#endif
+
 // Per-thread work memory, grown as needed and kept: the layer allocates
 // nothing once every thread has seen the largest layer.
 struct scratch {
@@ -413,6 +552,12 @@ public:
         const float* w = blobs[0].ptr<float>();
         const float* bias = blobs.size() == 2 ? blobs[1].ptr<float>() : nullptr;
         float* mean = mean_ ? outputs[1].ptr<float>() : nullptr;
+#ifdef TTM_X86
+        if (blocked_ && ttm_current_isa() == TTM_ISA_AVX512) {
+            forward_blocked(x, y, mean, src.size[0]);
+            return;
+        }
+#endif
         const int planes = src.size[0] * channels_;
         const int stripes = std::min(planes, 4 * std::max(1, cv::getNumThreads()));
         cv::parallel_for_(
@@ -445,6 +590,32 @@ public:
     }
 
 private:
+#ifdef TTM_X86
+    // forward_blocked runs the blocked path over the batch's channel groups.
+    void forward_blocked(const float* x, float* y, float* mean, int batch) {
+        const int groups = batch * channels_ / 16;
+        const size_t plen = (size_t)bg_.hp * bg_.wp * 16, olen = (size_t)(bg_.wo + 15) / 16 * 16 * 16;
+        cv::parallel_for_(
+            cv::Range(0, groups),
+            [&](const cv::Range& r) {
+                scratch& s = tls;
+                if (s.planes.size() < plen) {
+                    s.planes.resize(plen);
+                }
+                if (s.out.size() < olen) {
+                    s.out.resize(olen);
+                }
+                for (int gi = r.start; gi < r.end; gi++) {
+                    const int c0 = (gi * 16) % channels_;
+                    blocked_group(x + (size_t)gi * 16 * h_ * w_, y + (size_t)gi * 16 * ho_ * wo_, bg_,
+                                  wt16_.data() + (size_t)c0 * kh_ * kw_, bias16_.data() + c0, swish_,
+                                  mean ? mean + (size_t)gi * 16 : nullptr, s.planes.data(), s.out.data());
+                }
+            },
+            groups);
+    }
+#endif
+
     static int out_size(int n, int k, int s, int before, int after) {
         int span = n + before + after - k;
         return span < 0 ? 0 : span / s + 1;
@@ -467,6 +638,24 @@ private:
         planes_len_ = (size_t)sh_ * sw_ * hr_ * l_ + l_ + 16;
         // A padded input row: columns -pl .. sw*L - pl - 1.
         row_len_ = std::max(sw_ * l_, pl_ + w_) + 16;
+        // The blocked path holds the rows and columns the taps read.
+        bg_ = blocked_geometry{h, w, ho_, wo_, kh_, kw_, sh_, sw_, pt_, pl_, (ho_ - 1) * sh_ + kh_, (wo_ - 1) * sw_ + kw_};
+        blocked_ = channels_ % 16 == 0 && (size_t)bg_.hp * bg_.wp <= blocked_max_padded;
+        if (blocked_ && wt16_.empty()) {
+            // Weights and bias by 16-channel group: [group][tap][16].
+            const int taps = kh_ * kw_;
+            const float* wsrc = blobs[0].ptr<float>();
+            wt16_.assign((size_t)channels_ * taps, 0.f);
+            bias16_.assign(channels_, 0.f);
+            for (int c = 0; c < channels_; c++) {
+                for (int t = 0; t < taps; t++) {
+                    wt16_[((size_t)(c / 16) * taps + t) * 16 + c % 16] = wsrc[(size_t)c * taps + t];
+                }
+                if (blobs.size() == 2) {
+                    bias16_[c] = blobs[1].ptr<float>()[c];
+                }
+            }
+        }
         off_.resize((size_t)kh_ * kw_);
         for (int ky = 0; ky < kh_; ky++) {
             for (int kx = 0; kx < kw_; kx++) {
@@ -565,6 +754,11 @@ private:
     size_t planes_len_ = 0;
     int row_len_ = 0;
     std::vector<int> off_;
+    // The blocked path: taken for maps of at most this many padded pixels.
+    static constexpr size_t blocked_max_padded = 64 * 64;
+    bool blocked_ = false;
+    blocked_geometry bg_{};
+    std::vector<float> wt16_, bias16_;  // weights [C/16][taps][16], bias
 };
 
 }  // namespace

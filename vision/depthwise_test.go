@@ -249,6 +249,15 @@ func TestDepthwiseLayerMatchesNaive(t *testing.T) {
 		{name: "mean wide rows", n: 1, c: 3, h: 5, w: 301, kh: 3, kw: 3, sh: 1, sw: 1, pads: [4]int{1, 1, 1, 1}, bias: true, swish: true, mean: true},
 		{name: "mean batch of 2", n: 2, c: 5, h: 6, w: 6, kh: 3, kw: 3, sh: 2, sw: 2, pads: [4]int{1, 1, 1, 1}, bias: true, mean: true},
 		{name: "mean 1x1 map", n: 1, c: 7, h: 1, w: 1, kh: 3, kw: 3, sh: 1, sw: 1, pads: [4]int{1, 1, 1, 1}, bias: true, swish: true, mean: true},
+		// Channels in 16s on small maps take the blocked path with AVX-512.
+		{name: "blocked 5x5/1 9x9", n: 1, c: 32, h: 9, w: 9, kh: 5, kw: 5, sh: 1, sw: 1, pads: [4]int{2, 2, 2, 2}, bias: true, swish: true, mean: true},
+		{name: "blocked 3x3/2 keras", n: 1, c: 16, h: 19, w: 18, kh: 3, kw: 3, sh: 2, sw: 2, pads: [4]int{0, 0, 1, 1}, bias: true, swish: true},
+		{name: "blocked 5x5/2 wide", n: 1, c: 48, h: 7, w: 37, kh: 5, kw: 5, sh: 2, sw: 2, pads: [4]int{1, 1, 2, 2}, bias: true, mean: true},
+		{name: "blocked 3x3/1 7x7 batch of 2", n: 2, c: 32, h: 7, w: 7, kh: 3, kw: 3, sh: 1, sw: 1, pads: [4]int{1, 1, 1, 1}, swish: true, mean: true},
+		{name: "blocked pads wider than kernel", n: 1, c: 16, h: 4, w: 5, kh: 3, kw: 3, sh: 2, sw: 1, pads: [4]int{4, 3, 4, 3}, bias: true},
+		{name: "blocked 1x1 map", n: 1, c: 16, h: 1, w: 1, kh: 5, kw: 5, sh: 1, sw: 1, pads: [4]int{2, 2, 2, 2}, bias: true, swish: true, mean: true},
+		{name: "blocked 3x5 strides 1,2 no pad", n: 1, c: 16, h: 6, w: 23, kh: 3, kw: 5, sh: 1, sw: 2, bias: true},
+		{name: "blocked 64x64 limit", n: 1, c: 16, h: 62, w: 62, kh: 3, kw: 3, sh: 1, sw: 1, pads: [4]int{1, 1, 1, 1}, bias: true, swish: true, mean: true},
 	}
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, c := range cases {
