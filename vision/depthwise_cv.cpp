@@ -286,7 +286,7 @@ dw_ops ops_for(int isa) {
 // memory, so that one vector holds one pixel of 16 channels and every
 // multiply-add of a tap is useful, whatever the map's width. Used for
 // maps of up to blocked_max_padded padded pixels with channels a multiple
-// of 16 (EfficientNet's smaller stages), with AVX-512.
+// of 16 (EfficientNet's later stages), with AVX-512.
 struct blocked_geometry {
     int h, w, ho, wo, kh, kw, sh, sw, pt, pl;
     int hp, wp;  // padded input rows and columns held in work memory
@@ -754,8 +754,10 @@ private:
     size_t planes_len_ = 0;
     int row_len_ = 0;
     std::vector<int> off_;
-    // The blocked path: taken for maps of at most this many padded pixels.
-    static constexpr size_t blocked_max_padded = 64 * 64;
+    // The blocked path is taken for maps of at most this many padded
+    // pixels: up to B3's 37x37. From 56x56 (B0) its transposes cost more
+    // than the per-channel path's copies (BenchmarkDepthwiseLayer).
+    static constexpr size_t blocked_max_padded = 42 * 42;
     bool blocked_ = false;
     blocked_geometry bg_{};
     std::vector<float> wt16_, bias16_;  // weights [C/16][taps][16], bias
