@@ -35,7 +35,7 @@ help:
 	@echo "make train   record expert demonstrations of all eight tasks and train the kitchen checkpoint's recipe, about 55 min (TRAIN_EPISODES, MEMORY_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
 	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, about 50 min more"
 	@echo "make eval    closed-loop evaluation on fresh scenes of the trained policy with the memory ablations, and of its twin"
-	@echo "make soak    the node under load for SOAK (default 10m)"
+	@echo "make soak    the node under load for SOAK (default 10m); SOAK_PRESET=robot-b3 for RT-1's B3 front end"
 	@echo "make attack  drive a node as a robot would, attack it (bad frames, wrong types, floods, stalls, restarts, damaged files), print what held"
 	@echo "make fuzz    run each fuzz target for FUZZTIME (default 30s)"
 
@@ -152,15 +152,20 @@ eval: build
 	$(if $(wildcard $(TRAIN_DIR)/$(TRAIN_PRESET)-nomem/policy.safetensors),$(BIN) eval --policy $(TRAIN_DIR)/$(TRAIN_PRESET)-nomem/policy.safetensors \
 		--episodes $(EVAL_EPISODES) --seed $(EVAL_SEED) --size 128x160 --out $(TRAIN_DIR)/eval-nomem)
 
-# The node under load for SOAK (10 Hz, a 15 Hz camera): deadline misses,
-# loop jitter, image-to-action latency, RSS; results in bin/soak.json. The
-# policy: a fresh robot-preset one, or the checkpoint SOAK_POLICY (e.g.
+# The node under load for SOAK at SOAK_RATE with a SOAK_CAMERA_HZ camera:
+# deadline misses, loop jitter, image-to-action latency, RSS; results in
+# bin/soak.json. The policy: a fresh SOAK_PRESET one (robot: B0 at 224,
+# robot-b3: B3 at 300), or the checkpoint SOAK_POLICY (e.g.
 # launch/checkpoints/kitchen/policy.safetensors).
 SOAK ?= 10m
+SOAK_PRESET ?= robot
+SOAK_RATE ?= 10
+SOAK_CAMERA_HZ ?= 15
 SOAK_POLICY ?=
 soak: setup-test
 	@mkdir -p bin
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./node -soak=$(SOAK) -soak-out=$(CURDIR)/bin/soak.json \
+		-soak-preset=$(SOAK_PRESET) -soak-rate=$(SOAK_RATE) -soak-camera-hz=$(SOAK_CAMERA_HZ) \
 		$(if $(SOAK_POLICY),-soak-policy=$(abspath $(SOAK_POLICY)))
 
 # The node under attack: roscore (unless one answers at ROS_MASTER_URI)

@@ -14,7 +14,7 @@ func BenchmarkStep(b *testing.B) {
 	nn.SetThreads(1)
 	nn.SetParallelism(2)
 	defer nn.SetParallelism(1)
-	for _, name := range []string{"small", "small-keypoints", "robot"} {
+	for _, name := range []string{"small", "small-keypoints", "robot", "robot-b3"} {
 		b.Run(name, func(b *testing.B) {
 			p, err := Load(presetCheckpoint(b, name), Options{Threads: 2})
 			if err != nil {
