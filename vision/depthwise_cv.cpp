@@ -35,6 +35,7 @@
 #include "layer_params_cv.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -325,8 +326,10 @@ __attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512
 
 // blocked_outputs computes R outputs of row oy from column ox on, 16
 // channels each, from the interleaved padded input p, into orow; it
-// returns sum plus the outputs.
-template <int R>
+// returns sum plus the outputs. With the kernel width KW and stride SW
+// known (KW 0: any), each kernel row's inputs are loaded once into
+// registers and shared by the R outputs and KW taps that read them.
+template <int R, int KW, int SW>
 __attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(const float* p,
                                                                               const blocked_geometry& g,
                                                                               const float* wt, __m512 b,
@@ -339,12 +342,30 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(
     }
     for (int ky = 0; ky < g.kh; ky++) {
         const float* row = p + ((size_t)(oy * g.sh + ky) * g.wp + (size_t)ox * g.sw) * 16;
+        const float* w = wt + ky * g.kw * 16;
+        if (KW > 0) {
+            constexpr int n = SW * (R - 1) + (KW > 0 ? KW : 1);
+            __m512 in[n];
+#pragma GCC unroll 32
+            for (int j = 0; j < n; j++) {
+                in[j] = _mm512_load_ps(row + j * 16);
+            }
+#pragma GCC unroll 8
+            for (int kx = 0; kx < KW; kx++) {
+                const __m512 wv = _mm512_loadu_ps(w + kx * 16);
+#pragma GCC unroll 8
+                for (int i = 0; i < R; i++) {
+                    acc[i] = _mm512_fmadd_ps(wv, in[i * SW + kx], acc[i]);
+                }
+            }
+            continue;
+        }
         for (int kx = 0; kx < g.kw; kx++) {
-            const __m512 wv = _mm512_loadu_ps(wt + (ky * g.kw + kx) * 16);
+            const __m512 wv = _mm512_loadu_ps(w + kx * 16);
             const float* q = row + kx * 16;
 #pragma GCC unroll 8
             for (int i = 0; i < R; i++) {
-                acc[i] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(q + i * g.sw * 16), acc[i]);
+                acc[i] = _mm512_fmadd_ps(wv, _mm512_load_ps(q + i * g.sw * 16), acc[i]);
             }
         }
     }
@@ -352,7 +373,29 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(
     for (int i = 0; i < R; i++) {
         const __m512 v = swish ? swish16(acc[i]) : acc[i];
         sum = _mm512_add_ps(sum, v);
-        _mm512_storeu_ps(orow + (size_t)(ox + i) * 16, v);
+        _mm512_store_ps(orow + (size_t)(ox + i) * 16, v);
+    }
+    return sum;
+}
+
+// blocked_row_outputs computes output row oy: chunks of 8 outputs, then
+// the rest, for a kernel width KW and stride SW (see blocked_outputs).
+template <int KW, int SW>
+__attribute__((target("avx512f"))) __m512 blocked_row_outputs(const float* p, const blocked_geometry& g,
+                                                             const float* wt, __m512 b, bool swish, int oy,
+                                                             float* orow, __m512 sum) {
+    int ox = 0;
+    for (; ox + 8 <= g.wo; ox += 8) {
+        sum = blocked_outputs<8, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+    }
+    switch (g.wo - ox) {
+        case 7: return blocked_outputs<7, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 6: return blocked_outputs<6, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 5: return blocked_outputs<5, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 4: return blocked_outputs<4, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 3: return blocked_outputs<3, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 2: return blocked_outputs<2, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 1: return blocked_outputs<1, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
     }
     return sum;
 }
@@ -381,32 +424,30 @@ __attribute__((target("avx512f"))) void blocked_group(const float* x, float* y, 
             }
             transpose16(r);
             for (int j = 0; j < n; j++) {
-                _mm512_storeu_ps(prow + (size_t)(ix + j) * 16, r[j]);
+                _mm512_store_ps(prow + (size_t)(ix + j) * 16, r[j]);
             }
         }
     }
     const __m512 b = _mm512_loadu_ps(bias);
     __m512 sum = _mm512_setzero_ps();
     for (int oy = 0; oy < g.ho; oy++) {
-        int ox = 0;
-        for (; ox + 8 <= g.wo; ox += 8) {
-            sum = blocked_outputs<8>(p, g, wt, b, swish, oy, ox, orow, sum);
-        }
-        switch (g.wo - ox) {
-            case 7: sum = blocked_outputs<7>(p, g, wt, b, swish, oy, ox, orow, sum); break;
-            case 6: sum = blocked_outputs<6>(p, g, wt, b, swish, oy, ox, orow, sum); break;
-            case 5: sum = blocked_outputs<5>(p, g, wt, b, swish, oy, ox, orow, sum); break;
-            case 4: sum = blocked_outputs<4>(p, g, wt, b, swish, oy, ox, orow, sum); break;
-            case 3: sum = blocked_outputs<3>(p, g, wt, b, swish, oy, ox, orow, sum); break;
-            case 2: sum = blocked_outputs<2>(p, g, wt, b, swish, oy, ox, orow, sum); break;
-            case 1: sum = blocked_outputs<1>(p, g, wt, b, swish, oy, ox, orow, sum); break;
+        if (g.kw == 3 && g.sw == 1) {
+            sum = blocked_row_outputs<3, 1>(p, g, wt, b, swish, oy, orow, sum);
+        } else if (g.kw == 5 && g.sw == 1) {
+            sum = blocked_row_outputs<5, 1>(p, g, wt, b, swish, oy, orow, sum);
+        } else if (g.kw == 3 && g.sw == 2) {
+            sum = blocked_row_outputs<3, 2>(p, g, wt, b, swish, oy, orow, sum);
+        } else if (g.kw == 5 && g.sw == 2) {
+            sum = blocked_row_outputs<5, 2>(p, g, wt, b, swish, oy, orow, sum);
+        } else {
+            sum = blocked_row_outputs<0, 1>(p, g, wt, b, swish, oy, orow, sum);
         }
         for (int ox = 0; ox < g.wo; ox += 16) {
             const int n = std::min(16, g.wo - ox);
             const __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) {
-                r[j] = _mm512_loadu_ps(orow + (size_t)(ox + j) * 16);
+                r[j] = _mm512_load_ps(orow + (size_t)(ox + j) * 16);
             }
             transpose16(r);
 #pragma GCC unroll 16
@@ -420,6 +461,9 @@ __attribute__((target("avx512f"))) void blocked_group(const float* x, float* y, 
     }
 }
 #endif
+
+// align64 rounds p up to a multiple of 64 bytes (p has 16 floats to spare).
+float* align64(float* p) { return (float*)(((uintptr_t)p + 63) & ~(uintptr_t)63); }
 
 // Per-thread work memory, grown as needed and kept: the layer allocates
 // nothing once every thread has seen the largest layer.
@@ -599,17 +643,20 @@ private:
             cv::Range(0, groups),
             [&](const cv::Range& r) {
                 scratch& s = tls;
-                if (s.planes.size() < plen) {
-                    s.planes.resize(plen);
+                // 64-byte aligned: every vector of the blocked layout is one
+                // cache line.
+                if (s.planes.size() < plen + 16) {
+                    s.planes.resize(plen + 16);
                 }
-                if (s.out.size() < olen) {
-                    s.out.resize(olen);
+                if (s.out.size() < olen + 16) {
+                    s.out.resize(olen + 16);
                 }
                 for (int gi = r.start; gi < r.end; gi++) {
                     const int c0 = (gi * 16) % channels_;
                     blocked_group(x + (size_t)gi * 16 * h_ * w_, y + (size_t)gi * 16 * ho_ * wo_, bg_,
                                   wt16_.data() + (size_t)c0 * kh_ * kw_, bias16_.data() + c0, swish_,
-                                  mean ? mean + (size_t)gi * 16 : nullptr, s.planes.data(), s.out.data());
+                                  mean ? mean + (size_t)gi * 16 : nullptr, align64(s.planes.data()),
+                                  align64(s.out.data()));
                 }
             },
             groups);
