@@ -287,7 +287,7 @@ func (s Spec) Validate() error {
 // at 10 Hz) are enough for motion.
 //
 // robot-b3: the robot preset's TTM, window and tokens on RT-1's own
-// front end, EfficientNet-B3 at 300x300 (9x9x1536), for 3 Hz.
+// front end, EfficientNet-B3 at 300x300 (9x9x1536); 10 Hz on two cores.
 //
 // small: for tests and training in CI: d 64, one frame of 4 tokens, the 11
 // action tokens and 1 zero row (n 16), on B0 at 128x160 read at block 7 of
@@ -342,7 +342,7 @@ func Presets() map[string]Spec {
 	robotVision.Preprocess.Height, robotVision.Preprocess.Width = 224, 224
 	robotVision.History = 4
 
-	// RT-1's own front end: EfficientNet-B3 at 300x300 (9x9x1536), 3 Hz.
+	// RT-1's own front end: EfficientNet-B3 at 300x300 (9x9x1536).
 	robotB3Vision := robotVision
 	robotB3Vision.Preprocess.Height, robotB3Vision.Preprocess.Width = 300, 300
 	robotB3Vision.Head.FeatureChannels = 1536

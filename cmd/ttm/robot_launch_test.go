@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ttmrobot/ttm/internal/rostest"
+)
+
+// TestRobotLaunchB3 starts launch/robot.launch with the real roslaunch on a
+// robot-b3 checkpoint, RT-1's EfficientNet-B3 at 300x300, as a robot
+// selects it: roslaunch ttm robot.launch policy:=B3.safetensors rate:=10.
+// A camera and the operator's heartbeat (rostopic pub) and an instruction
+// drive it; the node must load B3's 1536x9x9 map and act on the frames.
+func TestRobotLaunchB3(t *testing.T) {
+	if testing.Short() {
+		t.Skip("generates EfficientNet-B3")
+	}
+	m := rostest.StartMaster(t)
+	ckpt := armPolicy(t, "robot-b3")
+	launchDir, err := filepath.Abs("../../launch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := func(tool string, args ...string) *exec.Cmd {
+		cmd := exec.Command(rostest.Tool(t, tool), args...)
+		cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = 5 * time.Second
+		return cmd
+	}
+	var log lockedBuffer
+	launch := start("roslaunch", "ttm", "robot.launch", "policy:="+ckpt, "threads:=2", "rate:=10")
+	launch.Stdout, launch.Stderr = &log, &log
+	// A 32x32 rgb8 camera at 15 Hz with fresh stamps, and the heartbeat.
+	pixels := strings.TrimSuffix(strings.Repeat("90, 120, 200, ", 32*32), ", ")
+	camera := start("rostopic", "pub", "-s", "-r", "15", "/headcam/image_raw", "sensor_msgs/Image",
+		"{header: {stamp: now, frame_id: head_camera_optical_frame}, height: 32, width: 32, encoding: rgb8, step: 96, data: ["+pixels+"]}")
+	heartbeat := start("rostopic", "pub", "-r", "10", "/heartbeat", "std_msgs/Empty")
+	for _, c := range []*exec.Cmd{launch, camera, heartbeat} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func(c *exec.Cmd) { // roslaunch's nodes run in process groups of their own
+			for _, pid := range descendants(c.Process.Pid) {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+			_ = c.Wait()
+		}(c)
+	}
+	defer func() {
+		if t.Failed() {
+			t.Logf("roslaunch output:\n%s", log.String())
+		}
+	}()
+
+	rostest.WaitFor(t, 90*time.Second, "the node loading B3 and waiting for an instruction", func() error {
+		if !strings.Contains(log.String(), "shape=1536x9x9") {
+			return fmt.Errorf("no B3 backbone in the log yet")
+		}
+		o, err := m.Run(5*time.Second, "rostopic", "echo", "-n", "1", "/status")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(o, "instruction") {
+			return fmt.Errorf("status %q", o)
+		}
+		return nil
+	})
+	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: 'pick up the coke can'")
+	rostest.WaitFor(t, 60*time.Second, "the node acting", func() error {
+		o, err := m.Run(5*time.Second, "rostopic", "echo", "-n", "1", "/status")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(o, `data: "acting"`) {
+			return fmt.Errorf("status %q", o)
+		}
+		return nil
+	})
+	o := m.MustRun(20*time.Second, "rostopic", "echo", "-n", "3", "/action")
+	if n := strings.Count(o, "data: ["); n != 3 {
+		t.Errorf("%d actions echoed, want 3:\n%s", n, o)
+	}
+}
