@@ -472,15 +472,6 @@ struct scratch {
 };
 thread_local scratch tls;
 
-// DW_FAIL throws the layer's error message; the shim's guard turns it into
-// a Go error.
-#define DW_FAIL(what)                                                  \
-    do {                                                               \
-        std::ostringstream msg_;                                       \
-        msg_ << "TTMDepthwise layer " << name << ": " << what;         \
-        throw std::invalid_argument(msg_.str());                       \
-    } while (0)
-
 // Largest kernel side, stride and padding the layer accepts.
 const int max_kernel = 64, max_stride = 64, max_pad = 1 << 12;
 
@@ -489,29 +480,29 @@ public:
     explicit DepthwiseLayer(const cv::dnn::LayerParams& p) {
         setParamsFrom(p);
         if (blobs.size() != 1 && blobs.size() != 2) {
-            DW_FAIL("has " << blobs.size()
+            TTM_LAYER_FAIL("has " << blobs.size()
                            << " constant inputs; it needs the weights (C, 1, kh, kw) and optionally the bias (C)");
         }
         const cv::Mat& wt = blobs[0];
         if (wt.dims != 4 || wt.type() != CV_32F || wt.size[1] != 1 || wt.size[0] < 1) {
-            DW_FAIL("weights are " << describe(wt) << ", want float32 (C, 1, kh, kw)");
+            TTM_LAYER_FAIL("weights are " << describe(wt) << ", want float32 (C, 1, kh, kw)");
         }
         channels_ = wt.size[0];
         kh_ = wt.size[2];
         kw_ = wt.size[3];
         if (kh_ < 1 || kw_ < 1 || kh_ > max_kernel || kw_ > max_kernel) {
-            DW_FAIL("kernel " << kh_ << "x" << kw_ << " outside 1.." << max_kernel);
+            TTM_LAYER_FAIL("kernel " << kh_ << "x" << kw_ << " outside 1.." << max_kernel);
         }
         if (blobs.size() == 2) {
             const cv::Mat& b = blobs[1];
             if (b.type() != CV_32F || (int)b.total() != channels_) {
-                DW_FAIL("bias has " << b.total() << (b.type() == CV_32F ? "" : " non-float32") << " values, want "
+                TTM_LAYER_FAIL("bias has " << b.total() << (b.type() == CV_32F ? "" : " non-float32") << " values, want "
                                     << channels_);
             }
         }
         std::vector<int> k = ints(p, "kernel", nullptr, 2, kh_);
         if (k[0] != kh_ || k[1] != kw_) {
-            DW_FAIL("attribute kernel " << k[0] << "x" << k[1] << " does not match the weights' " << kh_ << "x"
+            TTM_LAYER_FAIL("attribute kernel " << k[0] << "x" << k[1] << " does not match the weights' " << kh_ << "x"
                                         << kw_);
         }
         std::vector<int> s = ints(p, "strides", "stride", 2, 1);
@@ -519,11 +510,11 @@ public:
         sh_ = s[0];
         sw_ = s[1];
         if (sh_ < 1 || sw_ < 1 || sh_ > max_stride || sw_ > max_stride) {
-            DW_FAIL("strides " << sh_ << "," << sw_ << " outside 1.." << max_stride);
+            TTM_LAYER_FAIL("strides " << sh_ << "," << sw_ << " outside 1.." << max_stride);
         }
         for (int v : pads) {
             if (v < 0 || v > max_pad) {
-                DW_FAIL("pads " << pads[0] << "," << pads[1] << "," << pads[2] << "," << pads[3] << " outside 0.."
+                TTM_LAYER_FAIL("pads " << pads[0] << "," << pads[1] << "," << pads[2] << "," << pads[3] << " outside 0.."
                                 << max_pad);
             }
         }
@@ -532,13 +523,13 @@ public:
         pb_ = pads[2];
         pr_ = pads[3];
         if (p.has("activation") && !p.get("activation").isString()) {
-            DW_FAIL("attribute activation must be a string");
+            TTM_LAYER_FAIL("attribute activation must be a string");
         }
         std::string act = p.get<cv::String>("activation", "");
         if (act == "swish") {
             swish_ = true;
         } else if (act != "" && act != "none") {
-            DW_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
+            TTM_LAYER_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
         }
         mean_ = p.get<int>("mean", 0) != 0;
     }
@@ -553,22 +544,22 @@ public:
                          std::vector<cv::dnn::MatShape>& outputs,
                          std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
         if (inputs.size() != 1) {
-            DW_FAIL("has " << inputs.size() << " computed inputs, want 1");
+            TTM_LAYER_FAIL("has " << inputs.size() << " computed inputs, want 1");
         }
         const cv::dnn::MatShape& in = inputs[0];
         if (in.size() != 4) {
-            DW_FAIL("input has " << in.size() << " dimensions, want 4 (N, C, H, W)");
+            TTM_LAYER_FAIL("input has " << in.size() << " dimensions, want 4 (N, C, H, W)");
         }
         if (in[1] != channels_) {
-            DW_FAIL("input has " << in[1] << " channels, the weights " << channels_);
+            TTM_LAYER_FAIL("input has " << in[1] << " channels, the weights " << channels_);
         }
         int ho = out_size(in[2], kh_, sh_, pt_, pb_), wo = out_size(in[3], kw_, sw_, pl_, pr_);
         if (ho < 1 || wo < 1) {
-            DW_FAIL("input " << in[2] << "x" << in[3] << " with pads " << pt_ << "," << pl_ << "," << pb_ << ","
+            TTM_LAYER_FAIL("input " << in[2] << "x" << in[3] << " with pads " << pt_ << "," << pl_ << "," << pb_ << ","
                              << pr_ << " is smaller than the kernel " << kh_ << "x" << kw_);
         }
         if ((double)sh_ * sw_ * (ho + kh_) * (wo + kw_) > (double)(1 << 30)) {
-            DW_FAIL("input " << in[2] << "x" << in[3] << " is too large");
+            TTM_LAYER_FAIL("input " << in[2] << "x" << in[3] << " is too large");
         }
         outputs.assign(1, cv::dnn::MatShape{in[0], in[1], ho, wo});
         if (mean_) {

@@ -20,6 +20,7 @@
 #include <opencv2/dnn.hpp>
 
 #include "kernels_cv.h"
+#include "layer_params_cv.h"
 
 namespace {
 
@@ -86,36 +87,29 @@ ex_ops ops_for(int isa) {
 
 thread_local std::vector<float> tls_hidden;
 
-#define EX_FAIL(what)                                                   \
-    do {                                                                \
-        std::ostringstream ex_fail_msg_;                                \
-        ex_fail_msg_ << "TTMExcitation layer " << name << ": " << what; \
-        throw std::runtime_error(ex_fail_msg_.str());                   \
-    } while (0)
-
 class ExcitationLayer CV_FINAL : public cv::dnn::Layer {
 public:
     explicit ExcitationLayer(const cv::dnn::LayerParams& p) {
         setParamsFrom(p);
         if (blobs.size() != 4) {
-            EX_FAIL("has " << blobs.size() << " constant inputs, want W1 (R, C, 1, 1), b1 (R), W2 (C, R, 1, 1), b2 (C)");
+            TTM_LAYER_FAIL("has " << blobs.size() << " constant inputs, want W1 (R, C, 1, 1), b1 (R), W2 (C, R, 1, 1), b2 (C)");
         }
         const cv::Mat &w1 = blobs[0], &b1 = blobs[1], &w2 = blobs[2], &b2 = blobs[3];
         for (const cv::Mat& b : blobs) {
             if (b.type() != CV_32F || !b.isContinuous()) {
-                EX_FAIL("constants must be float32");
+                TTM_LAYER_FAIL("constants must be float32");
             }
         }
         if (w1.dims != 4 || w1.size[2] != 1 || w1.size[3] != 1 || w1.size[0] < 1 || w1.size[1] < 1) {
-            EX_FAIL("W1 is not (R, C, 1, 1)");
+            TTM_LAYER_FAIL("W1 is not (R, C, 1, 1)");
         }
         r_ = w1.size[0];
         c_ = w1.size[1];
         if (w2.dims != 4 || w2.size[0] != c_ || w2.size[1] != r_ || w2.size[2] != 1 || w2.size[3] != 1) {
-            EX_FAIL("W2 is not (" << c_ << ", " << r_ << ", 1, 1)");
+            TTM_LAYER_FAIL("W2 is not (" << c_ << ", " << r_ << ", 1, 1)");
         }
         if ((int)b1.total() != r_ || (int)b2.total() != c_) {
-            EX_FAIL("biases have " << b1.total() << " and " << b2.total() << " values, want " << r_ << " and " << c_);
+            TTM_LAYER_FAIL("biases have " << b1.total() << " and " << b2.total() << " values, want " << r_ << " and " << c_);
         }
     }
 
@@ -130,7 +124,7 @@ public:
                          std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
         if (inputs.size() != 1 || inputs[0].size() != 4 || inputs[0][1] != c_ || inputs[0][2] != 1 ||
             inputs[0][3] != 1) {
-            EX_FAIL("input is not one (N, " << c_ << ", 1, 1)");
+            TTM_LAYER_FAIL("input is not one (N, " << c_ << ", 1, 1)");
         }
         outputs.assign(1, inputs[0]);
         return false;

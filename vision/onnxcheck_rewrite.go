@@ -992,19 +992,7 @@ func isPointwiseConv(x *graphIndex, n *onnx.Node) bool {
 			return false
 		}
 	}
-	for _, attr := range []string{"strides", "dilations"} {
-		for _, v := range n.AttrInts(attr) {
-			if v != 1 {
-				return false
-			}
-		}
-	}
-	for _, v := range n.AttrInts("pads") {
-		if v != 0 {
-			return false
-		}
-	}
-	return true
+	return unitGeometry(n)
 }
 
 // excitationGates turns each squeeze-excitation gate, Sigmoid(Conv(
@@ -1075,19 +1063,29 @@ func gateConv(x *graphIndex, n *onnx.Node) *onnx.Tensor {
 		len(in) != 4 || in[1] != w.Dims[1] || in[2] != 1 || in[3] != 1 || n.AttrInt("group", 1) != 1 {
 		return nil
 	}
+	if !unitGeometry(n) {
+		return nil
+	}
+	return w
+}
+
+// unitGeometry reports whether a Conv has strides and dilations of 1 and
+// no padding, as its attributes state them (auto_pad aside: a 1x1 kernel
+// needs none).
+func unitGeometry(n *onnx.Node) bool {
 	for _, attr := range []string{"strides", "dilations"} {
 		for _, v := range n.AttrInts(attr) {
 			if v != 1 {
-				return nil
+				return false
 			}
 		}
 	}
 	for _, v := range n.AttrInts("pads") {
 		if v != 0 {
-			return nil
+			return false
 		}
 	}
-	return w
+	return true
 }
 
 // convAttributes are the attributes of Conv; a node with any other (a

@@ -253,26 +253,19 @@ pw_ops ops_for(int isa) {
 // layer allocates nothing once every thread has seen the largest K.
 thread_local std::vector<float> tls_panel;
 
-#define PW_FAIL(what)                                                 \
-    do {                                                              \
-        std::ostringstream pw_fail_msg_;                              \
-        pw_fail_msg_ << type << " layer " << name << ": " << what;    \
-        throw std::runtime_error(pw_fail_msg_.str());                 \
-    } while (0)
-
 class PointwiseLayer CV_FINAL : public cv::dnn::Layer {
 public:
     explicit PointwiseLayer(const cv::dnn::LayerParams& p) {
         setParamsFrom(p);
         if (blobs.size() != 1 && blobs.size() != 2) {
-            PW_FAIL("has " << blobs.size()
+            TTM_LAYER_FAIL("has " << blobs.size()
                            << " constant inputs; it needs the weights (M, K, 1, 1) and optionally the bias (M)");
         }
         const cv::Mat& wt = blobs[0];
         conv_ = type == "TTMConv";
         if (wt.dims != 4 || wt.type() != CV_32F || wt.size[0] < 1 || wt.size[1] < 1 ||
             (!conv_ && (wt.size[2] != 1 || wt.size[3] != 1))) {
-            PW_FAIL("weights are not float32 " << (conv_ ? "(M, C, kh, kw)" : "(M, K, 1, 1)"));
+            TTM_LAYER_FAIL("weights are not float32 " << (conv_ ? "(M, C, kh, kw)" : "(M, K, 1, 1)"));
         }
         m_ = wt.size[0];
         c_ = wt.size[1];
@@ -282,12 +275,12 @@ public:
             std::vector<int> st = ttm_layer_ints(p, who, "strides", "stride", 2, 1);
             std::vector<int> pads = ttm_layer_ints(p, who, "pads", "pad", 4, 0);
             if (k[0] != wt.size[2] || k[1] != wt.size[3] || k[0] > max_kernel || k[1] > max_kernel) {
-                PW_FAIL("kernel " << k[0] << "x" << k[1] << " does not match the weights or exceeds " << max_kernel);
+                TTM_LAYER_FAIL("kernel " << k[0] << "x" << k[1] << " does not match the weights or exceeds " << max_kernel);
             }
             if (std::min(st[0], st[1]) < 1 || std::max(st[0], st[1]) > max_kernel ||
                 *std::min_element(pads.begin(), pads.end()) < 0 ||
                 *std::max_element(pads.begin(), pads.end()) >= max_kernel) {
-                PW_FAIL("strides or pads out of range");
+                TTM_LAYER_FAIL("strides or pads out of range");
             }
             g_ = geometry{c_, 0, 0, k[0], k[1], st[0], st[1], pads[0], pads[1], 0};
             pb_ = pads[2];
@@ -295,21 +288,21 @@ public:
         }
         k_ = c_ * wt.size[2] * wt.size[3];
         if (blobs.size() == 2 && (blobs[1].type() != CV_32F || (int)blobs[1].total() != m_)) {
-            PW_FAIL("bias has " << blobs[1].total() << " values, want " << m_ << " float32");
+            TTM_LAYER_FAIL("bias has " << blobs[1].total() << " values, want " << m_ << " float32");
         }
         if (p.has("activation") && !p.get("activation").isString()) {
-            PW_FAIL("attribute activation must be a string");
+            TTM_LAYER_FAIL("attribute activation must be a string");
         }
         const std::string act = p.get<cv::String>("activation", "");
         if (act == "swish") {
             swish_ = true;
         } else if (act != "" && act != "none") {
-            PW_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
+            TTM_LAYER_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
         }
         scale_ = p.get<int>("scale", 0) != 0;
         residual_ = p.get<int>("residual", 0) != 0;
         if (conv_ && (scale_ || residual_)) {
-            PW_FAIL("has no scale or residual");
+            TTM_LAYER_FAIL("has no scale or residual");
         }
         pack_weights();
     }
@@ -325,25 +318,25 @@ public:
                          std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
         const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0);
         if (inputs.size() != want) {
-            PW_FAIL("has " << inputs.size() << " computed inputs, want " << want);
+            TTM_LAYER_FAIL("has " << inputs.size() << " computed inputs, want " << want);
         }
         const cv::dnn::MatShape& in = inputs[0];
         if (in.size() != 4 || in[1] != c_) {
-            PW_FAIL("input is not (N, " << c_ << ", H, W)");
+            TTM_LAYER_FAIL("input is not (N, " << c_ << ", H, W)");
         }
         cv::dnn::MatShape out{in[0], m_, in[2], in[3]};
         if (conv_) {
             out[2] = out_size(in[2], g_.kh, g_.sh, g_.pt, pb_);
             out[3] = out_size(in[3], g_.kw, g_.sw, g_.pl, pr_);
             if (out[2] < 1 || out[3] < 1) {
-                PW_FAIL("input " << in[2] << "x" << in[3] << " is smaller than the kernel");
+                TTM_LAYER_FAIL("input " << in[2] << "x" << in[3] << " is smaller than the kernel");
             }
         }
         if (scale_ && inputs[1] != cv::dnn::MatShape{in[0], k_, 1, 1}) {
-            PW_FAIL("scale is not (N, " << k_ << ", 1, 1)");
+            TTM_LAYER_FAIL("scale is not (N, " << k_ << ", 1, 1)");
         }
         if (residual_ && inputs.back() != out) {
-            PW_FAIL("residual is not (N, " << m_ << ", H, W)");
+            TTM_LAYER_FAIL("residual is not (N, " << m_ << ", H, W)");
         }
         outputs.assign(1, out);
         return false;
