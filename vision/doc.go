@@ -60,6 +60,16 @@
 // a Go error, never an abort, and that copies the output into the caller's
 // slice without allocating. LayerTimings gives OpenCV's per-layer profile.
 //
+// The arithmetic runs in the shim's own layers, registered with OpenCV and
+// reached by further rewrites: TTMPointwise (1x1 convolutions with the
+// excitation scale, swish and residual addition fused; pointwise_cv.cpp),
+// TTMConv (the stem, the same product over gathered receptive fields),
+// TTMDepthwise (depthwise convolutions with the swish and the channel
+// means fused; depthwise_cv.cpp), TTMExcitation (a squeeze-excitation
+// gate; excitation_cv.cpp) and TTMSwish. Each has AVX-512 kernels and
+// portable C++ ones (kernels_cv.cpp picks them at run time);
+// PointwiseMode and DepthwiseMode choose OpenCV's own layers instead.
+//
 // # Parameters
 //
 // The Go-side layers are llm.c style: one flat []float32 cut into named
