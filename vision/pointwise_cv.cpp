@@ -19,9 +19,10 @@
 // q holds w[8q + i, k] at [k*8 + i]). A block of NR = 32 pixels of X is
 // packed, scaled and zero-padded, into a K x 32 panel, and each 8 x 32
 // tile of y is 16 AVX-512 accumulators over all of K, loaded with the bias
-// and stored through masks with the swish and the residual applied. The
-// work items are (pixel block, group of row panels), spread over OpenCV's
-// threads: a 7x7 map has two pixel blocks, so its rows are split too.
+// and stored through masks with the swish and the residual applied. On a
+// large map the work items are (pixel block, group of row panels), each
+// packing its block; a map of at most 16 blocks is packed whole first and
+// the items are row panels over all blocks, so the weights are read once.
 // There are AVX-512F kernels and portable C++ (compiled with the package's
 // flags); the backbone uses this layer only where the AVX-512 kernels run.
 //
