@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/flops"
 	"github.com/ttmrobot/ttm/internal/membw"
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/ttm"
@@ -33,8 +34,10 @@ type benchResult struct {
 	GFLOPs        float64 `json:"gflops"`   // achieved, at the median
 	AllocsPerStep float64 `json:"allocs_per_step"`
 	WeightsMB     float64 `json:"weights_mb"`
-	BandwidthGBs  float64 `json:"bandwidth_gbs,omitempty"` // memory read bandwidth, all threads
-	FloorMS       float64 `json:"floor_ms,omitempty"`      // weights / bandwidth
+	BandwidthGBs  float64 `json:"bandwidth_gbs,omitempty"`    // memory read bandwidth, all threads
+	FloorMS       float64 `json:"floor_ms,omitempty"`         // weights / bandwidth
+	PeakGFLOPs    float64 `json:"peak_gflops,omitempty"`      // float32 FMA peak, all threads
+	ComputeMS     float64 `json:"compute_floor_ms,omitempty"` // step FLOPs / peak
 	PyTorchMS     float64 `json:"pytorch_median_ms,omitempty"`
 	Speedup       float64 `json:"speedup_vs_pytorch,omitempty"`
 }
@@ -45,7 +48,7 @@ func runBench(env *environment, args []string) error {
 	steps := fs.Int("steps", 1000, "steps of one episode to time")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	threads := fs.Int("threads", runtime.NumCPU(), "goroutines sharing each large matrix product")
-	bandwidth := fs.Bool("bandwidth", true, "measure memory read bandwidth and the step's floor")
+	bandwidth := fs.Bool("bandwidth", true, "measure memory read bandwidth and the FMA peak, and the step's floors")
 	pytorch := fs.Bool("pytorch", false, "also time the PyTorch reference (eager, 1 thread) on the same weights")
 	if err := parseFlags(fs, args, false); err != nil {
 		return err
@@ -131,6 +134,11 @@ func runBench(env *environment, args []string) error {
 		bw := membw.Read(512<<20, *threads, 5)
 		res.BandwidthGBs = bw / 1e9
 		res.FloorMS = 4 * float64(m.NumParams()) / bw * 1e3
+		if flops.Available {
+			peak := flops.Peak(*threads, 5)
+			res.PeakGFLOPs = peak / 1e9
+			res.ComputeMS = float64(c.FLOPs()) / peak * 1e3
+		}
 	}
 	if *pytorch {
 		if res.PyTorchMS, err = pytorchMedian(env, *weights); err != nil {
@@ -157,6 +165,10 @@ func runBench(env *environment, args []string) error {
 	if *bandwidth {
 		fmt.Fprintf(w, "  memory floor  %8.3f ms   (%.1f MB at %.1f GB/s read bandwidth; median is %.1fx the floor)\n",
 			res.FloorMS, res.WeightsMB, res.BandwidthGBs, res.MedianMS/res.FloorMS)
+		if res.ComputeMS > 0 {
+			fmt.Fprintf(w, "  compute floor %8.3f ms   (%.2f GFLOP at the %.0f GFLOP/s FMA peak of %d threads; median is %.1fx it)\n",
+				res.ComputeMS, float64(c.FLOPs())/1e9, res.PeakGFLOPs, res.Threads, res.MedianMS/res.ComputeMS)
+		}
 	}
 	if *pytorch {
 		fmt.Fprintf(w, "  PyTorch eager %8.3f ms   (1 thread; this is %.1fx faster)\n", res.PyTorchMS, res.Speedup)
