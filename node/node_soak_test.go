@@ -12,11 +12,15 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
+	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/policy"
 )
@@ -70,6 +74,7 @@ type SoakReport struct {
 	WarmupP99MS     float64 `json:"warmup_p99_ms"`
 	SubscriberHz    float64 `json:"subscriber_hz"`
 	RSSStartMB      float64 `json:"rss_start_mb"`
+	RSSMinute1MB    float64 `json:"rss_minute_1_mb"` // after the first minute, warmed up
 	RSSEndMB        float64 `json:"rss_end_mb"`
 	GoHeapStartMB   float64 `json:"go_heap_start_mb"`
 	GoHeapEndMB     float64 `json:"go_heap_end_mb"`
@@ -101,7 +106,7 @@ func TestSoak(t *testing.T) {
 	}
 	defer n.Close()
 	cam := startCamera(t, m.URI, "/headcam/image_raw", 256, 320, *soakCameraHz, log.Named("camera"))
-	watch := startWatcher(t, m.URI, "/action", log.Named("watcher"))
+	watch := startCounter(t, m.URI, "/action", log.Named("counter"))
 	if len(spec.Policy.Proprio) > 0 {
 		startProprio(t, m.URI, "/proprio", []float32{0.45, 0, 0.95, 0}, *soakCameraHz, log.Named("proprio"))
 	}
@@ -118,8 +123,13 @@ func TestSoak(t *testing.T) {
 	n.loop.resetTotals()
 	s0 := n.Stats()
 	start := time.Now()
+	watch.restart()
+	rssMinute1 := 0.0
 	for time.Since(start) < *soakFor {
 		time.Sleep(min(time.Minute, *soakFor-time.Since(start)))
+		if rssMinute1 == 0 {
+			rssMinute1 = rssMB(t)
+		}
 		s := n.Stats()
 		t.Logf("soak %v: ticks %d, acted %d, deadline misses %d, busy %d, inference p99 %v (last 64), RSS %.1f MB",
 			time.Since(start).Round(time.Second), s.Ticks-s0.Ticks, s.Acted-s0.Acted, s.DeadlineMisses-s0.DeadlineMisses, s.Busy-s0.Busy,
@@ -134,7 +144,7 @@ func TestSoak(t *testing.T) {
 		DeadlineMisses: s.DeadlineMisses - s0.DeadlineMisses, Busy: s.Busy - s0.Busy, SkippedTicks: s.SkippedTicks - s0.SkippedTicks,
 		FramesIn: s.FramesIn - s0.FramesIn, FramesDropped: s.FramesDropped - s0.FramesDropped,
 		RepeatedFrames: s.RepeatedFrames - s0.RepeatedFrames, StaleTicks: s.StaleFrames - s0.StaleFrames,
-		RSSStartMB: rss0, RSSEndMB: rssMB(t), GoHeapStartMB: heap0, GoHeapEndMB: heapMB(),
+		RSSStartMB: rss0, RSSMinute1MB: rssMinute1, RSSEndMB: rssMB(t), GoHeapStartMB: heap0, GoHeapEndMB: heapMB(),
 		WarmupP50MS: msOf(n.Warmup().P50), WarmupP99MS: msOf(n.Warmup().P99),
 	}
 	// Quantiles of the measured window (histogram, within 4.4 %).
@@ -146,17 +156,7 @@ func TestSoak(t *testing.T) {
 	r.EndToEndP50MS, r.EndToEndP99MS, r.EndToEndMaxMS = msOf(q.TotalP50), msOf(q.TotalP99), msOf(q.Max)
 	r.TickLatencyP99 = msOf(s.Stages[StageTickLatency].TotalP99)
 
-	acts := watch.actionsSince(start)
-	if len(acts) > 1 {
-		r.SubscriberHz = float64(len(acts)-1) / acts[len(acts)-1].at.Sub(acts[0].at).Seconds()
-	}
-	for _, a := range watch.actionsSince(time.Time{}) {
-		for _, v := range a.msg.Data {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
-				r.NonFiniteValues++
-			}
-		}
-	}
+	r.SubscriberHz, r.NonFiniteValues = watch.rate(), watch.nonFiniteValues()
 	cam.close()
 	b, _ := json.MarshalIndent(r, "", "  ")
 	t.Logf("soak report:\n%s", b)
@@ -245,4 +245,80 @@ func heapMB() float64 {
 // biasToArm makes a checkpoint's head always choose arm mode.
 func biasToArm(t *testing.T, path string) {
 	editTensor(t, path, policy.Prefix+"head/bias", func(v []float32) { v[action.ModeArm] = 1e3 })
+}
+
+// counter subscribes to the action topic and keeps counts, not messages, so
+// that the soak's RSS is the node's: the rate since restart and the
+// non-finite values of every action.
+type counter struct {
+	sup         *ros.Supervisor
+	sub         *ros.Subscriber
+	mu          sync.Mutex // guards the rest
+	n           int        // actions since restart
+	first, last time.Time
+	nonFinite   int
+}
+
+func startCounter(t testing.TB, master, topic string, log hclog.Logger) *counter {
+	t.Helper()
+	a, err := ros.ParseArgs("soak_counter", nil, rostest.Env(map[string]string{"ROS_MASTER_URI": master}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &counter{}
+	c.sup, err = ros.NewSupervisor(context.Background(), ros.SupervisorConf{Args: a, Logger: log, PollInterval: 200 * time.Millisecond,
+		Setup: func(n *ros.Node) error {
+			var err error
+			c.sub, err = ros.NewSubscriber(ros.SubscriberConf{Node: n, Topic: topic, Callback: func(m *std_msgs.Float32MultiArray) {
+				now := time.Now()
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				for _, v := range m.Data {
+					if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+						c.nonFinite++
+					}
+				}
+				if c.n == 0 {
+					c.first = now
+				}
+				c.n++
+				c.last = now
+			}})
+			return err
+		},
+		Teardown: func() {
+			if c.sub != nil {
+				c.sub.Close()
+				c.sub = nil
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.sup.Close)
+	return c
+}
+
+// restart starts the rate's count afresh (the non-finite count goes on).
+func (c *counter) restart() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n = 0
+}
+
+// rate is the actions per second since restart, first to last.
+func (c *counter) rate() float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n < 2 {
+		return 0
+	}
+	return float64(c.n-1) / c.last.Sub(c.first).Seconds()
+}
+
+func (c *counter) nonFiniteValues() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nonFinite
 }
