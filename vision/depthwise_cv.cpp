@@ -252,7 +252,7 @@ __attribute__((target("avx512f"))) float sum_avx512(const float* src, int n) {
         a1 = _mm512_add_ps(a1, _mm512_loadu_ps(src + i + 16));
     }
     for (; i < n; i += 16) {
-        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        const __mmask16 m = lanes16(n - i);
         a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(m, src + i));
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
@@ -264,7 +264,7 @@ __attribute__((target("avx512f"))) void swish_avx512(const float* src, float* ds
         _mm512_storeu_ps(dst + i, swish16(_mm512_loadu_ps(src + i)));
     }
     if (i < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 m = lanes16(n - i);
         _mm512_mask_storeu_ps(dst + i, m, swish16(_mm512_maskz_loadu_ps(m, src + i)));
     }
 }
@@ -417,7 +417,7 @@ __attribute__((target("avx512f"))) void blocked_group(const float* x, float* y, 
             if (n <= 0) {
                 break;
             }
-            const __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
+            const __mmask16 m = lanes16(n);
 #pragma GCC unroll 16
             for (int c = 0; c < 16; c++) {
                 r[c] = _mm512_maskz_loadu_ps(m, x + c * plane + (size_t)iy * g.w + ix);
@@ -444,7 +444,7 @@ __attribute__((target("avx512f"))) void blocked_group(const float* x, float* y, 
         }
         for (int ox = 0; ox < g.wo; ox += 16) {
             const int n = std::min(16, g.wo - ox);
-            const __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1);
+            const __mmask16 m = lanes16(n);
 #pragma GCC unroll 16
             for (int j = 0; j < 16; j++) {
                 r[j] = _mm512_load_ps(orow + (size_t)(ox + j) * 16);

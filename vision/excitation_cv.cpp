@@ -55,7 +55,7 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
         a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), a1);
     }
     for (; i < n; i += 16) {
-        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        const __mmask16 m = lanes16(n - i);
         a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a0);
     }
     return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
@@ -63,7 +63,7 @@ __attribute__((target("avx512f"))) float dot_avx512(const float* a, const float*
 
 __attribute__((target("avx512f"))) void sigmoid_avx512(float* x, int n) {
     for (int i = 0; i < n; i += 16) {
-        const __mmask16 m = (__mmask16)(n - i >= 16 ? 0xffffu : (1u << (n - i)) - 1);
+        const __mmask16 m = lanes16(n - i);
         _mm512_mask_storeu_ps(x + i, m, sigmoid16(_mm512_maskz_loadu_ps(m, x + i)));
     }
 }

@@ -72,6 +72,12 @@ static inline __attribute__((target("avx2,fma"), always_inline)) __m256 swish8(_
     return _mm256_mul_ps(x, q);
 }
 
+// lanes16 is the mask of the first n of 16 lanes (none for n <= 0, all for
+// n >= 16): the tail of a row in masked loads and stores.
+static inline __attribute__((target("avx512f"), always_inline)) __mmask16 lanes16(int n) {
+    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
 // sigmoid16 is 1 / (1 + exp(-x)) on 16 lanes; a NaN stays NaN.
 static inline __attribute__((target("avx512f"), always_inline)) __m512 sigmoid16(__m512 x) {
     // max/min return their second operand when one is NaN.

@@ -145,13 +145,9 @@ void tile_generic(const tile& t) {
 }
 
 #ifdef TTM_X86
-__attribute__((target("avx512f"))) inline __mmask16 lanes(int n) {
-    return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
-}
-
 __attribute__((target("avx512f"))) void pack_avx512(float* b, const float* x, const float* s, int k, int ldx,
                                                    int cols) {
-    const __mmask16 m0 = lanes(cols), m1 = lanes(cols - 16);
+    const __mmask16 m0 = lanes16(cols), m1 = lanes16(cols - 16);
     for (int p = 0; p < k; p++) {
         const __m512 sc = _mm512_set1_ps(s ? s[p] : 1.f);
         const float* xr = x + (size_t)p * ldx;
@@ -167,7 +163,7 @@ __attribute__((target("avx512f"))) void im2col_avx512(float* b, const float* x, 
     __m512i iy0[2], ix0[2];
     __mmask16 live[2];
     for (int h = 0; h < 2; h++) {
-        live[h] = lanes(cols - 16 * h);
+        live[h] = lanes16(cols - 16 * h);
         alignas(64) int iy[16], ix[16];
         for (int j = 0; j < 16; j++) {
             const int o = n0 + std::min(16 * h + j, cols - 1);
@@ -218,7 +214,7 @@ __attribute__((target("avx512f"))) void tile_avx512(const tile& t) {
             c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
         }
     }
-    const __mmask16 m0 = lanes(t.cols), m1 = lanes(t.cols - 16);
+    const __mmask16 m0 = lanes16(t.cols), m1 = lanes16(t.cols - 16);
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
         if (i >= t.rows) {
