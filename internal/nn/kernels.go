@@ -13,6 +13,15 @@ func LayerNormForward(out, mean, rstd, in, scale, bias []float32, n, c int, eps 
 	checkLen("LayerNormForward out", out, n*c)
 	checkLen("LayerNormForward scale", scale, c)
 	checkLen("LayerNormForward bias", bias, c)
+	if mean != nil {
+		checkLen("LayerNormForward mean", mean, n)
+		checkLen("LayerNormForward rstd", rstd, n)
+	}
+	layerNormForward(out, mean, rstd, in, scale, bias, n, c, eps)
+}
+
+// layerNormForwardGo is LayerNormForward's loop in Go (see geluForwardGo).
+func layerNormForwardGo(out, mean, rstd, in, scale, bias []float32, n, c int, eps float32) {
 	scale, bias = scale[:c], bias[:c]
 	for i := 0; i < n; i++ {
 		x := in[i*c : i*c+c]

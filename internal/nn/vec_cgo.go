@@ -55,6 +55,14 @@ func add(dst, src []float32) {
 	cvec.Add(dst, src)
 }
 
+func layerNormForward(out, mean, rstd, in, scale, bias []float32, n, c int, eps float32) {
+	if n*c < vecMin {
+		layerNormForwardGo(out, mean, rstd, in, scale, bias, n, c, eps)
+		return
+	}
+	cvec.LayerNormForward(out, mean, rstd, in, scale, bias, n, c, eps)
+}
+
 func layerNormBackward(dIn, dScale, dBias, dOut, in, scale, mean, rstd []float32, n, c int) {
 	if n*c < vecMin {
 		layerNormBackwardGo(dIn, dScale, dBias, dOut, in, scale, mean, rstd, n, c)

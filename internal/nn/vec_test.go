@@ -87,7 +87,7 @@ func TestVectorKernelsEqualGoLoops(t *testing.T) {
 }
 
 // TestVectorRowKernelsEqualGoLoops: the same for the kernels that work
-// row by row (softmax, SumRows, LayerNormBackward), including rows the C
+// row by row (softmax, SumRows, LayerNorm forward and backward), including rows the C
 // softmax leaves to Go.
 func TestVectorRowKernelsEqualGoLoops(t *testing.T) {
 	if vecKernels == "go" {
@@ -103,6 +103,9 @@ func TestVectorRowKernelsEqualGoLoops(t *testing.T) {
 		{"token rows", 17, 16, nil},
 		{"odd rows", 9, 37, nil},
 		{"short rows", 64, 1, nil},
+		{"model rows", 16, 512, nil},
+		{"rows of 4 blocks and a tail", 5, 256 + 64 + 7, nil},
+		{"rows of 3 blocks", 3, 190, nil},
 		{"a NaN in row 3", 8, 40, func(x []float32, k int) { x[3*k+5] = float32(math.NaN()) }},
 		{"a value 100 below the max in the first and last rows", 6, 50, func(x []float32, k int) {
 			x[0] = x[1] - 100
@@ -145,6 +148,16 @@ func TestVectorRowKernelsEqualGoLoops(t *testing.T) {
 			scale, bias := randSlice(r, c.k, 1), randSlice(r, c.k, 1)
 			mean, rstd, normed := make([]float32, c.n), make([]float32, c.n), make([]float32, c.n*c.k)
 			LayerNormForward(normed, mean, rstd, x, scale, bias, c.n, c.k, 1e-6)
+			wantMean, wantRstd, wantNormed := make([]float32, c.n), make([]float32, c.n), make([]float32, c.n*c.k)
+			layerNormForwardGo(wantNormed, wantMean, wantRstd, x, scale, bias, c.n, c.k, 1e-6)
+			for _, p := range []struct {
+				what      string
+				got, want []float32
+			}{{"out", normed, wantNormed}, {"mean", mean, wantMean}, {"rstd", rstd, wantRstd}} {
+				if i := sameBits(p.got, p.want); i >= 0 {
+					t.Fatalf("LayerNormForward %s[%d]: %g, Go loop %g", p.what, i, p.got[i], p.want[i])
+				}
+			}
 			dOut, dIn0 := randSlice(r, c.n*c.k, 1), randSlice(r, c.n*c.k, 1)
 			for _, withParams := range []bool{true, false} {
 				gotIn, wantIn := append([]float32(nil), dIn0...), append([]float32(nil), dIn0...)

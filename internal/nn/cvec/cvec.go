@@ -6,6 +6,7 @@
 // lengths are the caller's to check.
 package cvec
 
+// #cgo LDFLAGS: -lm
 // #include "vec.h"
 import "C"
 
@@ -45,6 +46,13 @@ func SumRows(out, x []float32, n, c int) {
 // Add adds src to dst elementwise.
 func Add(dst, src []float32) {
 	C.ttm_add(cf(dst), cf(src), C.long(len(src)))
+}
+
+// LayerNormForward normalises the rows of in (n, c) into out, and stores
+// each row's mean and reciprocal deviation unless mean is nil
+// (nn.LayerNormForward).
+func LayerNormForward(out, mean, rstd, in, scale, bias []float32, n, c int, eps float32) {
+	C.ttm_layernorm_forward(cf(out), cf(mean), cf(rstd), cf(in), cf(scale), cf(bias), C.long(n), C.long(c), C.float(eps))
 }
 
 // LayerNormBackward adds the gradients of a LayerNorm of the rows of in

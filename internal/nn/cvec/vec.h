@@ -133,6 +133,71 @@ TTM_VEC static void ttm_add(float *restrict dst, const float *restrict src, long
 	}
 }
 
+// ttm_layernorm_forward is nn.LayerNormForward: each row of in (n, c)
+// normalised into out, its mean and reciprocal deviation into mean and
+// rstd unless NULL. The sums are the Go loop's (sums): per block of 64, four
+// float32 partial sums of the columns j%4 (a block's last c%4 columns to
+// the first), each block's added in double in block order. Four blocks at
+// a time keep sixteen chains of additions independent.
+TTM_VEC static void ttm_layernorm_forward(float *out, float *mean, float *rstd, const float *in, const float *scale,
+					   const float *bias, long n, long c, float eps) {
+	for (long i = 0; i < n; i++) {
+		const float *x = in + i * c;
+		float *y = out + i * c;
+		double s = 0, sq = 0;
+		long lo = 0;
+		for (; lo + 256 <= c; lo += 256) {
+			float ps[4][4] = {{0}}, pq[4][4] = {{0}};
+			for (long j = 0; j < 64; j += 4) {
+				for (int b = 0; b < 4; b++) {
+					for (int l = 0; l < 4; l++) {
+						float v = x[lo + b * 64 + j + l];
+						ps[b][l] += v;
+						pq[b][l] += v * v;
+					}
+				}
+			}
+			for (int b = 0; b < 4; b++) {
+				s += (double)(ps[b][0] + ps[b][1]) + (double)(ps[b][2] + ps[b][3]);
+				sq += (double)(pq[b][0] + pq[b][1]) + (double)(pq[b][2] + pq[b][3]);
+			}
+		}
+		for (; lo < c; lo += 64) {
+			long len = c - lo < 64 ? c - lo : 64, j = 0;
+			float ps[4] = {0}, pq[4] = {0};
+			for (; j + 4 <= len; j += 4) {
+				for (int l = 0; l < 4; l++) {
+					float v = x[lo + j + l];
+					ps[l] += v;
+					pq[l] += v * v;
+				}
+			}
+			for (; j < len; j++) {
+				float v = x[lo + j];
+				ps[0] += v;
+				pq[0] += v * v;
+			}
+			s += (double)(ps[0] + ps[1]) + (double)(ps[2] + ps[3]);
+			sq += (double)(pq[0] + pq[1]) + (double)(pq[2] + pq[3]);
+		}
+		double mu = s / (double)c;
+		double variance = sq / (double)c - mu * mu;
+		if (variance < 0) {
+			variance = 0;
+		}
+		float rs = (float)(1.0 / __builtin_sqrt(variance + (double)eps));
+		float m = (float)mu;
+#pragma GCC ivdep
+		for (long j = 0; j < c; j++) {
+			y[j] = (x[j] - m) * rs * scale[j] + bias[j];
+		}
+		if (mean) {
+			mean[i] = m;
+			rstd[i] = rs;
+		}
+	}
+}
+
 // ttm_layernorm_backward is nn.LayerNormBackward: the gradients of a
 // LayerNorm of the rows of in (n, c) added to dIn, and to dScale and
 // dBias unless NULL. The two row means are sums in column order.
