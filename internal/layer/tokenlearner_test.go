@@ -1,9 +1,12 @@
 package layer
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/nn"
 )
 
 func randFloats(r *rand.Rand, n int, scale float64) []float32 {
@@ -118,6 +121,32 @@ func TestTokenLearnerMatchesNaive(t *testing.T) {
 		}
 		if e := relErr64(a.Weights, wantW); e > 1e-4 {
 			t.Errorf("%+v: weights differ from the float64 definition by %g (relative)", s, e)
+		}
+	}
+}
+
+// TestTokenLearnerRunnerMatchesNaive: the inference runner, alone or with
+// its phases shared with a worker team, computes the definition's tokens.
+func TestTokenLearnerRunnerMatchesNaive(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	defer nn.SetParallelism(1)
+	for _, s := range []struct{ n, d, hidden, k int }{{144, 64, 32, 16}, {100, 48, 16, 32}, {7, 32, 16, 16}, {40, 16, 8, 4}} {
+		for _, par := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%+v/par=%d", s, par), func(t *testing.T) {
+				nn.SetParallelism(par)
+				p := tokenLearnerTestParams(r, s.d, s.hidden, s.k)
+				in := randFloats(r, s.n*s.d, 2)
+				run := NewTokenLearnerRunner(p, s.n, s.k, s.d, 1e-6)
+				out := make([]float32, s.k*s.d)
+				run.Forward(out, in)
+				wantOut, wantW := naiveTokenLearner(in, p, s.n, s.d, s.hidden, s.k, 1e-6)
+				if e := relErr64(out, wantOut); e > 1e-4 {
+					t.Errorf("tokens differ from the float64 definition by %g (relative)", e)
+				}
+				if e := relErr64(run.Weights(), wantW); e > 1e-4 {
+					t.Errorf("weights differ from the float64 definition by %g (relative)", e)
+				}
+			})
 		}
 	}
 }
