@@ -738,6 +738,20 @@ func addOperandOrder(x *graphIndex, _ PrepareOptions) ([]Rewrite, error) {
 	return r, nil
 }
 
+// swishAfter returns the TTMSwish node that is the only reader of value
+// (not a graph output), for a layer to take in as its activation; nil if
+// there is none, or if a rewrite already removed it.
+func swishAfter(x *graphIndex, value string, dead map[*onnx.Node]bool) *onnx.Node {
+	cs := x.consumers[value]
+	if len(cs) != 1 || x.outputs[value] || dead[cs[0]] {
+		return nil
+	}
+	if sw := cs[0]; sw.OpType == "TTMSwish" && len(sw.Inputs) == 1 && len(sw.Outputs) == 1 {
+		return sw
+	}
+	return nil
+}
+
 // swishFusion turns Mul(x, Sigmoid(x)) into one node of type opts.SwishOp,
 // a layer type registered with OpenCV (reached through the importer's
 // fallback to registered layer types), which OpenCV fuses into the
@@ -811,12 +825,10 @@ func depthwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 			first = nodeName(n)
 		}
 		count++
-		out := n.Outputs[0]
-		if cs := x.consumers[out]; !opts.DepthwiseSeparateSwish && len(cs) == 1 && !x.outputs[out] &&
-			cs[0].OpType == "TTMSwish" && len(cs[0].Inputs) == 1 && len(cs[0].Outputs) == 1 && !dead[cs[0]] {
-			n.Outputs = []string{cs[0].Outputs[0]}
+		if sw := swishAfter(x, n.Outputs[0], dead); sw != nil && !opts.DepthwiseSeparateSwish {
+			n.Outputs = []string{sw.Outputs[0]}
 			n.SetAttr(onnx.StringAttr("activation", "swish"))
-			dead[cs[0]] = true
+			dead[sw] = true
 			fused++
 		}
 		for _, c := range x.consumers[n.Outputs[0]] {
@@ -935,7 +947,7 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		}
 		out := n.Outputs[0]
 		shape := x.shapes[out]
-		if sw := only(out); sw != nil && sw.OpType == "TTMSwish" && len(sw.Inputs) == 1 && len(sw.Outputs) == 1 && !dead[sw] {
+		if sw := swishAfter(x, out, dead); sw != nil {
 			out = sw.Outputs[0]
 			attrs = append(attrs, onnx.StringAttr("activation", "swish"))
 			dead[sw] = true
@@ -1201,11 +1213,10 @@ func stemConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		if len(n.Inputs) == 3 && n.Inputs[2] == "" {
 			n.Inputs = n.Inputs[:2]
 		}
-		out := n.Outputs[0]
-		if cs := x.consumers[out]; len(cs) == 1 && !x.outputs[out] && cs[0].OpType == "TTMSwish" && len(cs[0].Inputs) == 1 && len(cs[0].Outputs) == 1 {
-			n.Outputs = []string{cs[0].Outputs[0]}
+		if sw := swishAfter(x, n.Outputs[0], dead); sw != nil {
+			n.Outputs = []string{sw.Outputs[0]}
 			n.SetAttr(onnx.StringAttr("activation", "swish"))
-			dead[cs[0]] = true
+			dead[sw] = true
 			swished++
 		}
 		if count == 0 {
