@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -117,18 +116,8 @@ func (l *lockedBuffer) String() string {
 func TestNodeLaunch(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := withRate(t, smallPolicy(t), 4)
-	launchDir, err := filepath.Abs("../../launch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cmd := exec.Command(rostest.Tool(t, "roslaunch"), "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "simulator:=false")
-	cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1", "TTM_LOG_LEVEL=debug")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd := rosTool(t, m, "roslaunch", "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "simulator:=false")
+	cmd.Env = append(cmd.Env, "TTM_LOG_LEVEL=debug")
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -176,13 +165,11 @@ func TestNodeLaunch(t *testing.T) {
 	}
 	img := fmt.Sprintf("{header: {stamp: now, frame_id: headcam}, height: 24, width: 32, encoding: rgb8, is_bigendian: 0, step: 96, data: [%s]}",
 		strings.Join(frame, ","))
-	pub := exec.Command(rostest.Tool(t, "rostopic"), "pub", "-s", "-r", "10", "/sim/camera/image_raw", "sensor_msgs/Image", img)
-	pub.Env = m.Env()
-	pub.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pub := rosTool(t, m, "rostopic", "pub", "-s", "-r", "10", "/sim/camera/image_raw", "sensor_msgs/Image", img)
 	if err := pub.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = syscall.Kill(-pub.Process.Pid, syscall.SIGKILL); _ = pub.Wait() }()
+	defer func() { killGroup(pub); _ = pub.Wait() }()
 	m.MustRun(15*time.Second, "rostopic", "pub", "-1", "/sim/instruction", "std_msgs/String", "data: 'open the drawer'")
 
 	rostest.WaitFor(t, 30*time.Second, "status acting", func() error {

@@ -2,11 +2,8 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,21 +21,7 @@ func TestRobotLaunchB3(t *testing.T) {
 	}
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "robot-b3")
-	launchDir, err := filepath.Abs("../../launch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	start := func(tool string, args ...string) *exec.Cmd {
-		cmd := exec.Command(rostest.Tool(t, tool), args...)
-		cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.WaitDelay = 5 * time.Second
-		return cmd
-	}
+	start := func(tool string, args ...string) *exec.Cmd { return rosTool(t, m, tool, args...) }
 	var log lockedBuffer
 	launch := start("roslaunch", "ttm", "robot.launch", "policy:="+ckpt, "threads:=2", "rate:=10")
 	launch.Stdout, launch.Stderr = &log, &log
@@ -51,11 +34,8 @@ func TestRobotLaunchB3(t *testing.T) {
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer func(c *exec.Cmd) { // roslaunch's nodes run in process groups of their own
-			for _, pid := range descendants(c.Process.Pid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+		defer func(c *exec.Cmd) {
+			killGroup(c)
 			_ = c.Wait()
 		}(c)
 	}

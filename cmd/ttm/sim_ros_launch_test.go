@@ -5,10 +5,8 @@ import (
 	"image/gif"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,20 +24,9 @@ import (
 func TestSimLaunch(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "small-proprio") // never terminates: every episode runs to max_steps
-	launchDir, err := filepath.Abs("../../launch")
-	if err != nil {
-		t.Fatal(err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(t.TempDir(), "episodes")
-	cmd := exec.Command(rostest.Tool(t, "roslaunch"), "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "rate:=2",
+	cmd := rosTool(t, m, "roslaunch", "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "rate:=2",
 		"tasks:=pick,drawer", "max_steps:=10", "size:=64x80", "out:="+out)
-	cmd.Env = append(m.Env(), "ROS_PACKAGE_PATH="+launchDir, "TTM_BIN="+self, runAsMain+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = 5 * time.Second // a node that outlives roslaunch must not hold Wait on its output
 	var log lockedBuffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -49,11 +36,8 @@ func TestSimLaunch(t *testing.T) {
 	go func() { exited <- cmd.Wait() }()
 	finished := false
 	defer func() {
-		if !finished { // roslaunch's nodes run in process groups of their own
-			for _, pid := range descendants(cmd.Process.Pid) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-			}
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if !finished {
+			killGroup(cmd)
 			<-exited
 		}
 		if t.Failed() {
