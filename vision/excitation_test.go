@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/onnx"
 )
 
@@ -91,7 +92,7 @@ func TestExcitationLayerMatchesNaive(t *testing.T) {
 			if types := layerTypes(ts); types[ExcitationOp] != 1 || types["Convolution"] != 0 || types["TTMSwish"] != 0 {
 				t.Fatalf("%s, %+v: layers %v (rewrites %v), want one TTMExcitation", isa, c, types, rs)
 			}
-			if e := relErr64(got, want); e > 1e-5 {
+			if e := layer.RelErr64(got, want); e > 1e-5 {
 				t.Errorf("%s, %+v: relative error %.2g", isa, c, e)
 			}
 		}

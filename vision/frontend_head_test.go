@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/layer"
 )
 
 // randomHead returns a head with every parameter random (FiLM included),
@@ -84,7 +86,7 @@ func naiveHead(h *Head, feat, e []float32, n int) []float64 {
 			x[p*d+j] = float32(s)
 		}
 	}
-	out, _ := naiveTokenLearner(x, &h.P.TokenLearner, n, d, c.TokenLearnerHidden, c.Tokens, c.LayerNormEps)
+	out, _ := layer.NaiveTokenLearner(x, &h.P.TokenLearner, n, d, c.TokenLearnerHidden, c.Tokens, c.LayerNormEps)
 	return out
 }
 
@@ -101,7 +103,7 @@ func TestHeadForwardMatchesNaive(t *testing.T) {
 			feat, e := randFloats(r, 24*n, 1), randFloats(r, 12, 1)
 			out := make([]float32, 4*16)
 			h.Forward(out, h.NewActs(n), feat, e)
-			if err := relErr64(out, naiveHead(h, feat, e, n)); err > 1e-4 {
+			if err := layer.RelErr64(out, naiveHead(h, feat, e, n)); err > 1e-4 {
 				t.Errorf("film %s, hidden %d: tokens differ from the definition by %g (relative)", film, hidden, err)
 			}
 		}

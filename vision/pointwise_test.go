@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/onnx"
 )
 
@@ -172,7 +173,7 @@ func TestPointwiseLayerMatchesNaive(t *testing.T) {
 			if n := layerTypes(ts)[PointwiseOp]; n != 1 {
 				t.Fatalf("%s, %s: %d TTMPointwise layers (rewrites %v)", isa, c.name, n, rs)
 			}
-			if e := relErr64(got, want); e > 1e-5 {
+			if e := layer.RelErr64(got, want); e > 1e-5 {
 				t.Errorf("%s, %s: relative error %.2g", isa, c.name, e)
 			}
 		}
@@ -484,7 +485,7 @@ func TestConvLayerMatchesNaive(t *testing.T) {
 			if len(got) != len(want) {
 				t.Fatalf("%s, case %d: %d outputs, want %d", isa, i, len(got), len(want))
 			}
-			if e := relErr64(got, want); e > 1e-5 {
+			if e := layer.RelErr64(got, want); e > 1e-5 {
 				t.Errorf("%s, case %d %+v: relative error %.2g", isa, i, c, e)
 			}
 		}
