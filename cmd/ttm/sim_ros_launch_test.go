@@ -2,9 +2,6 @@ package main
 
 import (
 	"fmt"
-	"image/gif"
-	"image/png"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,24 +94,5 @@ func TestSimLaunch(t *testing.T) {
 	if n := strings.Count(o, "ttm.sim: episode done"); n != 2 {
 		t.Errorf("%d episodes reported, want 2", n)
 	}
-	for _, name := range []string{"01-pick-seed1", "02-drawer-seed1"} {
-		f, err := os.Open(filepath.Join(out, name+".png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Errorf("%s.png: %v", name, err)
-		}
-		g, err := os.Open(filepath.Join(out, name+".gif"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := gif.DecodeAll(g)
-		g.Close()
-		if err != nil || len(a.Image) != 11 {
-			t.Errorf("%s.gif: error %v; want 11 frames (10 steps)", name, err)
-		}
-	}
+	checkEpisodeFiles(t, out, []string{"01-pick-seed1", "02-drawer-seed1"}, 11) // 10 steps
 }
