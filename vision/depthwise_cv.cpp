@@ -10,7 +10,12 @@
 // kernel size, any stride, dilation 1). With the attribute mean = 1 a
 // second output (N, C, 1, 1) holds each output channel's mean: the global
 // average pooling of a squeeze-excitation, taken while the channel is in
-// cache.
+// cache. With the attribute expand = 1 the layer also computes its input:
+// it reads an MBConv block's input (N, K, H, W) and two more constants,
+// the expansion's weights (C, K, 1, 1) and bias (C) (the depthwise bias is
+// then required), and convolves swish(expansion · x + bias), which with
+// AVX-512 and C a multiple of 16 it computes a few rows at a time (see
+// expand_group) and never stores whole.
 //
 // Method, per channel (channels are split across OpenCV's thread pool):
 //  1. The channel is copied, zero-padded, into sh x sw "phase planes":
@@ -288,6 +293,9 @@ dw_ops ops_for(int isa) {
 // multiply-add of a tap is useful, whatever the map's width. Used for
 // maps of up to blocked_max_padded padded pixels with channels a multiple
 // of 16 (EfficientNet's later stages), with AVX-512.
+// Largest kernel side, stride and padding the layer accepts.
+const int max_kernel = 64, max_stride = 64, max_pad = 1 << 12;
+
 struct blocked_geometry {
     int h, w, ho, wo, kh, kw, sh, sw, pt, pl;
     int hp, wp;  // padded input rows and columns held in work memory
@@ -324,24 +332,25 @@ __attribute__((target("avx512f"), always_inline)) inline void transpose16(__m512
     }
 }
 
-// blocked_outputs computes R outputs of row oy from column ox on, 16
-// channels each, from the interleaved padded input p, into orow; it
-// returns sum plus the outputs. With the kernel width KW and stride SW
-// known (KW 0: any), each kernel row's inputs are loaded once into
-// registers and shared by the R outputs and KW taps that read them.
+// blocked_outputs computes R outputs of an output row from column ox on,
+// 16 channels each, into orow; rows[ky] is the interleaved padded input
+// row that kernel row ky reads. It returns sum plus the outputs. With the
+// kernel width KW and stride SW known (KW 0: any), each kernel row's
+// inputs are loaded once into registers and shared by the R outputs and KW
+// taps that read them.
 template <int R, int KW, int SW>
-__attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(const float* p,
+__attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(const float* const* rows,
                                                                               const blocked_geometry& g,
                                                                               const float* wt, __m512 b,
-                                                                              bool swish, int oy, int ox,
-                                                                              float* orow, __m512 sum) {
+                                                                              bool swish, int ox, float* orow,
+                                                                              __m512 sum) {
     __m512 acc[R];
 #pragma GCC unroll 8
     for (int i = 0; i < R; i++) {
         acc[i] = b;
     }
     for (int ky = 0; ky < g.kh; ky++) {
-        const float* row = p + ((size_t)(oy * g.sh + ky) * g.wp + (size_t)ox * g.sw) * 16;
+        const float* row = rows[ky] + (size_t)ox * g.sw * 16;
         const float* w = wt + ky * g.kw * 16;
         if (KW > 0) {
             constexpr int n = SW * (R - 1) + (KW > 0 ? KW : 1);
@@ -378,24 +387,61 @@ __attribute__((target("avx512f"), always_inline)) inline __m512 blocked_outputs(
     return sum;
 }
 
-// blocked_row_outputs computes output row oy: chunks of 8 outputs, then
-// the rest, for a kernel width KW and stride SW (see blocked_outputs).
+// blocked_row_outputs computes an output row from the input rows it reads
+// (see blocked_outputs): chunks of 8 outputs, then the rest, for a kernel
+// width KW and stride SW.
 template <int KW, int SW>
-__attribute__((target("avx512f"))) __m512 blocked_row_outputs(const float* p, const blocked_geometry& g,
-                                                             const float* wt, __m512 b, bool swish, int oy,
-                                                             float* orow, __m512 sum) {
+__attribute__((target("avx512f"))) __m512 blocked_row_outputs(const float* const* rows, const blocked_geometry& g,
+                                                             const float* wt, __m512 b, bool swish, float* orow,
+                                                             __m512 sum) {
     int ox = 0;
     for (; ox + 8 <= g.wo; ox += 8) {
-        sum = blocked_outputs<8, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        sum = blocked_outputs<8, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
     }
     switch (g.wo - ox) {
-        case 7: return blocked_outputs<7, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
-        case 6: return blocked_outputs<6, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
-        case 5: return blocked_outputs<5, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
-        case 4: return blocked_outputs<4, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
-        case 3: return blocked_outputs<3, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
-        case 2: return blocked_outputs<2, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
-        case 1: return blocked_outputs<1, KW, SW>(p, g, wt, b, swish, oy, ox, orow, sum);
+        case 7: return blocked_outputs<7, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+        case 6: return blocked_outputs<6, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+        case 5: return blocked_outputs<5, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+        case 4: return blocked_outputs<4, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+        case 3: return blocked_outputs<3, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+        case 2: return blocked_outputs<2, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+        case 1: return blocked_outputs<1, KW, SW>(rows, g, wt, b, swish, ox, orow, sum);
+    }
+    return sum;
+}
+
+// blocked_output_row computes output row oy of 16 channels from the input
+// rows it reads (rows[ky] for kernel row ky) and stores it, transposed back
+// to planes, into y (ho x wo per channel); orow is work memory of (wo
+// rounded up to 16)*16 floats. It returns sum plus the outputs.
+__attribute__((target("avx512f"))) __m512 blocked_output_row(const float* const* rows, const blocked_geometry& g,
+                                                            const float* wt, __m512 b, bool swish, int oy,
+                                                            float* orow, float* y, __m512 sum) {
+    if (g.kw == 3 && g.sw == 1) {
+        sum = blocked_row_outputs<3, 1>(rows, g, wt, b, swish, orow, sum);
+    } else if (g.kw == 5 && g.sw == 1) {
+        sum = blocked_row_outputs<5, 1>(rows, g, wt, b, swish, orow, sum);
+    } else if (g.kw == 3 && g.sw == 2) {
+        sum = blocked_row_outputs<3, 2>(rows, g, wt, b, swish, orow, sum);
+    } else if (g.kw == 5 && g.sw == 2) {
+        sum = blocked_row_outputs<5, 2>(rows, g, wt, b, swish, orow, sum);
+    } else {
+        sum = blocked_row_outputs<0, 1>(rows, g, wt, b, swish, orow, sum);
+    }
+    const size_t oplane = (size_t)g.ho * g.wo;
+    __m512 r[16];
+    for (int ox = 0; ox < g.wo; ox += 16) {
+        const int n = std::min(16, g.wo - ox);
+        const __mmask16 m = lanes16(n);
+#pragma GCC unroll 16
+        for (int j = 0; j < 16; j++) {
+            r[j] = _mm512_load_ps(orow + (size_t)(ox + j) * 16);
+        }
+        transpose16(r);
+#pragma GCC unroll 16
+        for (int c = 0; c < 16; c++) {
+            _mm512_mask_storeu_ps(y + c * oplane + (size_t)oy * g.wo + ox, m, r[c]);
+        }
     }
     return sum;
 }
@@ -430,34 +476,93 @@ __attribute__((target("avx512f"))) void blocked_group(const float* x, float* y, 
     }
     const __m512 b = _mm512_loadu_ps(bias);
     __m512 sum = _mm512_setzero_ps();
+    const float* rows[max_kernel];
     for (int oy = 0; oy < g.ho; oy++) {
-        if (g.kw == 3 && g.sw == 1) {
-            sum = blocked_row_outputs<3, 1>(p, g, wt, b, swish, oy, orow, sum);
-        } else if (g.kw == 5 && g.sw == 1) {
-            sum = blocked_row_outputs<5, 1>(p, g, wt, b, swish, oy, orow, sum);
-        } else if (g.kw == 3 && g.sw == 2) {
-            sum = blocked_row_outputs<3, 2>(p, g, wt, b, swish, oy, orow, sum);
-        } else if (g.kw == 5 && g.sw == 2) {
-            sum = blocked_row_outputs<5, 2>(p, g, wt, b, swish, oy, orow, sum);
-        } else {
-            sum = blocked_row_outputs<0, 1>(p, g, wt, b, swish, oy, orow, sum);
+        for (int ky = 0; ky < g.kh; ky++) {
+            rows[ky] = p + (size_t)(oy * g.sh + ky) * g.wp * 16;
         }
-        for (int ox = 0; ox < g.wo; ox += 16) {
-            const int n = std::min(16, g.wo - ox);
-            const __mmask16 m = lanes16(n);
-#pragma GCC unroll 16
-            for (int j = 0; j < 16; j++) {
-                r[j] = _mm512_load_ps(orow + (size_t)(ox + j) * 16);
-            }
-            transpose16(r);
-#pragma GCC unroll 16
-            for (int c = 0; c < 16; c++) {
-                _mm512_mask_storeu_ps(y + c * oplane + (size_t)oy * g.wo + ox, m, r[c]);
-            }
-        }
+        sum = blocked_output_row(rows, g, wt, b, swish, oy, orow, y, sum);
     }
     if (mean) {
         _mm512_storeu_ps(mean, _mm512_div_ps(sum, _mm512_set1_ps((float)oplane)));
+    }
+}
+
+// expand_row fills prow (wp*16 floats) with padded row pr of 16 channels
+// of the expansion swish(we · x + eb): x holds k input planes of h x w, we
+// the 16 channels' weights [k][16], eb their bias. The padding is zero.
+__attribute__((target("avx512f"))) void expand_row(float* prow, const float* x, const blocked_geometry& g, int k,
+                                                  const float* we, const float* eb, int pr) {
+    const int iy = pr - g.pt;
+    const int n = std::min(g.w, g.wp - g.pl);  // input columns the taps read
+    if (iy < 0 || iy >= g.h || n <= 0) {
+        std::memset(prow, 0, sizeof(float) * (size_t)g.wp * 16);
+        return;
+    }
+    std::memset(prow, 0, sizeof(float) * (size_t)g.pl * 16);
+    if (g.pl + n < g.wp) {
+        std::memset(prow + (size_t)(g.pl + n) * 16, 0, sizeof(float) * (size_t)(g.wp - g.pl - n) * 16);
+    }
+    const size_t plane = (size_t)g.h * g.w;
+    const float* xr = x + (size_t)iy * g.w;
+    float* out = prow + (size_t)g.pl * 16;
+    const __m512 b = _mm512_loadu_ps(eb);
+    int ix = 0;
+    for (; ix + 8 <= n; ix += 8) {
+        __m512 acc[8];
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            acc[j] = b;
+        }
+        for (int c = 0; c < k; c++) {
+            const __m512 wv = _mm512_loadu_ps(we + (size_t)c * 16);
+            const float* xs = xr + c * plane + ix;
+#pragma GCC unroll 8
+            for (int j = 0; j < 8; j++) {
+                acc[j] = _mm512_fmadd_ps(wv, _mm512_set1_ps(xs[j]), acc[j]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < 8; j++) {
+            _mm512_store_ps(out + (size_t)(ix + j) * 16, swish16(acc[j]));
+        }
+    }
+    for (; ix < n; ix++) {
+        __m512 acc = b;
+        for (int c = 0; c < k; c++) {
+            acc = _mm512_fmadd_ps(_mm512_loadu_ps(we + (size_t)c * 16), _mm512_set1_ps(xr[c * plane + ix]), acc);
+        }
+        _mm512_store_ps(out + (size_t)ix * 16, swish16(acc));
+    }
+}
+
+// expand_group is blocked_group over the expansion of x (k planes of h x
+// w; we [k][16] and eb, see expand_row) instead of 16 planes of x: each
+// padded input row is computed once, when the first output row that reads
+// it comes, into ring, kh rows of wp*16 floats used in turn. The expanded
+// map never leaves the cache.
+__attribute__((target("avx512f"))) void expand_group(const float* x, int k, const float* we, const float* eb,
+                                                    float* y, const blocked_geometry& g, const float* wt,
+                                                    const float* bias, bool swish, float* mean, float* ring,
+                                                    float* orow) {
+    const size_t rowlen = (size_t)g.wp * 16;
+    const __m512 b = _mm512_loadu_ps(bias);
+    __m512 sum = _mm512_setzero_ps();
+    const float* rows[max_kernel];
+    int next = 0;  // next padded row to compute
+    for (int oy = 0; oy < g.ho; oy++) {
+        // Row next goes where row next - kh was, which output row oy no
+        // longer reads.
+        for (; next < oy * g.sh + g.kh; next++) {
+            expand_row(ring + (size_t)(next % g.kh) * rowlen, x, g, k, we, eb, next);
+        }
+        for (int ky = 0; ky < g.kh; ky++) {
+            rows[ky] = ring + (size_t)((oy * g.sh + ky) % g.kh) * rowlen;
+        }
+        sum = blocked_output_row(rows, g, wt, b, swish, oy, orow, y, sum);
+    }
+    if (mean) {
+        _mm512_storeu_ps(mean, _mm512_div_ps(sum, _mm512_set1_ps((float)g.ho * g.wo)));
     }
 }
 #endif
@@ -472,16 +577,16 @@ struct scratch {
 };
 thread_local scratch tls;
 
-// Largest kernel side, stride and padding the layer accepts.
-const int max_kernel = 64, max_stride = 64, max_pad = 1 << 12;
 
 class DepthwiseLayer CV_FINAL : public cv::dnn::Layer {
 public:
     explicit DepthwiseLayer(const cv::dnn::LayerParams& p) {
         setParamsFrom(p);
-        if (blobs.size() != 1 && blobs.size() != 2) {
-            TTM_LAYER_FAIL("has " << blobs.size()
-                           << " constant inputs; it needs the weights (C, 1, kh, kw) and optionally the bias (C)");
+        expand_ = p.get<int>("expand", 0) != 0;
+        if (expand_ ? blobs.size() != 4 : blobs.size() != 1 && blobs.size() != 2) {
+            TTM_LAYER_FAIL("has " << blobs.size() << " constant inputs; it needs the weights (C, 1, kh, kw) and "
+                           << (expand_ ? "the bias (C), then the expansion's weights (C, K, 1, 1) and bias (C)"
+                                       : "optionally the bias (C)"));
         }
         const cv::Mat& wt = blobs[0];
         if (wt.dims != 4 || wt.type() != CV_32F || wt.size[1] != 1 || wt.size[0] < 1) {
@@ -493,7 +598,7 @@ public:
         if (kh_ < 1 || kw_ < 1 || kh_ > max_kernel || kw_ > max_kernel) {
             TTM_LAYER_FAIL("kernel " << kh_ << "x" << kw_ << " outside 1.." << max_kernel);
         }
-        if (blobs.size() == 2) {
+        if (blobs.size() == 2) {  // with an expansion, checked by expansion()
             const cv::Mat& b = blobs[1];
             if (b.type() != CV_32F || (int)b.total() != channels_) {
                 TTM_LAYER_FAIL("bias has " << b.total() << (b.type() == CV_32F ? "" : " non-float32") << " values, want "
@@ -532,6 +637,9 @@ public:
             TTM_LAYER_FAIL("activation \"" << act << "\"; have \"swish\" and \"none\"");
         }
         mean_ = p.get<int>("mean", 0) != 0;
+        if (expand_) {
+            expansion(p);
+        }
     }
 
     static cv::Ptr<cv::dnn::Layer> create(cv::dnn::LayerParams& p) {
@@ -550,8 +658,8 @@ public:
         if (in.size() != 4) {
             TTM_LAYER_FAIL("input has " << in.size() << " dimensions, want 4 (N, C, H, W)");
         }
-        if (in[1] != channels_) {
-            TTM_LAYER_FAIL("input has " << in[1] << " channels, the weights " << channels_);
+        if (in[1] != in_channels()) {
+            TTM_LAYER_FAIL("input has " << in[1] << " channels, the weights " << in_channels());
         }
         int ho = out_size(in[2], kh_, sh_, pt_, pb_), wo = out_size(in[3], kw_, sw_, pl_, pr_);
         if (ho < 1 || wo < 1) {
@@ -561,9 +669,9 @@ public:
         if ((double)sh_ * sw_ * (ho + kh_) * (wo + kw_) > (double)(1 << 30)) {
             TTM_LAYER_FAIL("input " << in[2] << "x" << in[3] << " is too large");
         }
-        outputs.assign(1, cv::dnn::MatShape{in[0], in[1], ho, wo});
+        outputs.assign(1, cv::dnn::MatShape{in[0], channels_, ho, wo});
         if (mean_) {
-            outputs.push_back(cv::dnn::MatShape{in[0], in[1], 1, 1});
+            outputs.push_back(cv::dnn::MatShape{in[0], channels_, 1, 1});
         }
         return false;
     }
@@ -577,7 +685,7 @@ public:
         const cv::Mat& src = inputs[0];
         cv::Mat& dst = outputs[0];
         CV_Assert(src.type() == CV_32F && dst.type() == CV_32F && src.isContinuous() && dst.isContinuous() &&
-                  src.dims == 4 && dst.dims == 4 && src.size[1] == channels_);
+                  src.dims == 4 && dst.dims == 4 && src.size[1] == in_channels());
         geometry(src.size[2], src.size[3]);
         CV_Assert(dst.size[0] == src.size[0] && dst.size[1] == channels_ && dst.size[2] == ho_ &&
                   dst.size[3] == wo_);
@@ -585,8 +693,17 @@ public:
         const float* x = src.ptr<float>();
         float* y = dst.ptr<float>();
         const float* w = blobs[0].ptr<float>();
-        const float* bias = blobs.size() == 2 ? blobs[1].ptr<float>() : nullptr;
+        const float* bias = blobs.size() >= 2 ? blobs[1].ptr<float>() : nullptr;
         float* mean = mean_ ? outputs[1].ptr<float>() : nullptr;
+        if (expand_) {
+#ifdef TTM_X86
+            if (channels_ % 16 == 0 && ttm_current_isa() == TTM_ISA_AVX512) {
+                forward_fused(x, y, mean, src.size[0]);
+                return;
+            }
+#endif
+            x = expand(ops, x, src.size[0]);
+        }
 #ifdef TTM_X86
         if (blocked_ && ttm_current_isa() == TTM_ISA_AVX512) {
             forward_blocked(x, y, mean, src.size[0]);
@@ -625,7 +742,102 @@ public:
     }
 
 private:
+    int in_channels() const { return expand_ ? k_ : channels_; }
+
+    // expansion checks the expansion's weights (C, K, 1, 1) and bias (C)
+    // and its activation, and lays them out for the fused path.
+    void expansion(const cv::dnn::LayerParams& p) {
+        const cv::Mat &b = blobs[1], &ew = blobs[2], &eb = blobs[3];
+        if (b.type() != CV_32F || (int)b.total() != channels_) {
+            TTM_LAYER_FAIL("bias is " << describe(b) << ", want float32 (" << channels_ << ")");
+        }
+        if (ew.dims != 4 || ew.type() != CV_32F || ew.size[0] != channels_ || ew.size[1] < 1 || ew.size[2] != 1 ||
+            ew.size[3] != 1) {
+            TTM_LAYER_FAIL("expansion weights are " << describe(ew) << ", want float32 (" << channels_
+                                                   << ", K, 1, 1)");
+        }
+        if (eb.type() != CV_32F || (int)eb.total() != channels_) {
+            TTM_LAYER_FAIL("expansion bias is " << describe(eb) << ", want float32 (" << channels_ << ")");
+        }
+        if (!p.has("expand_activation") || !p.get("expand_activation").isString() ||
+            p.get<cv::String>("expand_activation") != "swish") {
+            TTM_LAYER_FAIL("attribute expand_activation must be \"swish\", the one expansion activation it has");
+        }
+        k_ = ew.size[1];
+        if (channels_ % 16 == 0) {
+            // By 16-channel group: weights [C/16][K][16], bias [C].
+            we16_.assign((size_t)channels_ * k_, 0.f);
+            for (int c = 0; c < channels_; c++) {
+                for (int k = 0; k < k_; k++) {
+                    we16_[((size_t)(c / 16) * k_ + k) * 16 + c % 16] = ew.ptr<float>()[(size_t)c * k_ + k];
+                }
+            }
+        }
+    }
+
+    // expand computes the expansion swish(we · x + eb) of the batch's input
+    // x (N, K, H, W) into the layer's buffer, which it returns.
+    const float* expand(const dw_ops& ops, const float* x, int batch) {
+        const size_t plane = (size_t)h_ * w_;
+        expanded_.resize((size_t)batch * channels_ * plane);
+        const float* ew = blobs[2].ptr<float>();
+        const float* eb = blobs[3].ptr<float>();
+        cv::parallel_for_(cv::Range(0, batch * channels_), [&](const cv::Range& r) {
+            for (int p = r.start; p < r.end; p++) {
+                const int n = p / channels_, c = p % channels_;
+                float* o = expanded_.data() + (size_t)p * plane;
+                std::fill(o, o + plane, eb[c]);
+                for (int k = 0; k < k_; k++) {
+                    const float wk = ew[(size_t)c * k_ + k];
+                    const float* xk = x + ((size_t)n * k_ + k) * plane;
+                    for (size_t i = 0; i < plane; i++) {
+                        o[i] += wk * xk[i];
+                    }
+                }
+                ops.swish(o, o, (int)plane);
+            }
+        });
+        return expanded_.data();
+    }
+
 #ifdef TTM_X86
+    // forward_fused runs expand_group over the batch's channel groups.
+    void forward_fused(const float* x, float* y, float* mean, int batch) {
+        const int per = channels_ / 16;
+        const size_t rlen = (size_t)kh_ * bg_.wp * 16, olen = (size_t)(bg_.wo + 15) / 16 * 16 * 16;
+        cv::parallel_for_(
+            cv::Range(0, batch * per),
+            [&](const cv::Range& r) {
+                scratch& s = tls;
+                if (s.planes.size() < rlen + 16) {
+                    s.planes.resize(rlen + 16);
+                }
+                if (s.out.size() < olen + 16) {
+                    s.out.resize(olen + 16);
+                }
+                const size_t oplane = (size_t)ho_ * wo_;
+                for (int gi = r.start; gi < r.end; gi++) {
+                    const int g = gi % per;
+                    float* yg = y + (size_t)gi * 16 * oplane;
+                    // The means are summed as the unfused layer sums them
+                    // (by output row on maps the blocked path takes, over
+                    // each plane on larger ones), so that fusing the
+                    // expansion changes no bit of the output.
+                    expand_group(x + (size_t)(gi / per) * k_ * h_ * w_, k_, we16_.data() + (size_t)g * k_ * 16,
+                                 blobs[3].ptr<float>() + (size_t)g * 16, yg, bg_,
+                                 wt16_.data() + (size_t)g * 16 * kh_ * kw_, bias16_.data() + g * 16, swish_,
+                                 mean && blocked_ ? mean + (size_t)gi * 16 : nullptr, align64(s.planes.data()),
+                                 align64(s.out.data()));
+                    if (mean && !blocked_) {
+                        for (int c = 0; c < 16; c++) {
+                            mean[(size_t)gi * 16 + c] = sum_avx512(yg + c * oplane, (int)oplane) / (float)oplane;
+                        }
+                    }
+                }
+            },
+            batch * per);
+    }
+
     // forward_blocked runs the blocked path over the batch's channel groups.
     void forward_blocked(const float* x, float* y, float* mean, int batch) {
         const int groups = batch * channels_ / 16;
@@ -679,7 +891,7 @@ private:
         // The blocked path holds the rows and columns the taps read.
         bg_ = blocked_geometry{h, w, ho_, wo_, kh_, kw_, sh_, sw_, pt_, pl_, (ho_ - 1) * sh_ + kh_, (wo_ - 1) * sw_ + kw_};
         blocked_ = channels_ % 16 == 0 && (size_t)bg_.hp * bg_.wp <= blocked_max_padded;
-        if (blocked_ && wt16_.empty()) {
+        if ((blocked_ || (expand_ && channels_ % 16 == 0)) && wt16_.empty()) {
             // Weights and bias by 16-channel group: [group][tap][16].
             const int taps = kh_ * kw_;
             const float* wsrc = blobs[0].ptr<float>();
@@ -689,7 +901,7 @@ private:
                 for (int t = 0; t < taps; t++) {
                     wt16_[((size_t)(c / 16) * taps + t) * 16 + c % 16] = wsrc[(size_t)c * taps + t];
                 }
-                if (blobs.size() == 2) {
+                if (blobs.size() >= 2) {
                     bias16_[c] = blobs[1].ptr<float>()[c];
                 }
             }
@@ -787,6 +999,13 @@ private:
 
     int channels_ = 0, kh_ = 0, kw_ = 0, sh_ = 1, sw_ = 1, pt_ = 0, pl_ = 0, pb_ = 0, pr_ = 0;
     bool swish_ = false, mean_ = false;
+    // With the attribute expand = 1 the input is (N, K, H, W) and the layer
+    // first expands it to C channels, swish(we · x + eb) (a 1x1
+    // convolution and its swish), blobs 2 and 3.
+    bool expand_ = false;
+    int k_ = 0;
+    std::vector<float> we16_;     // expansion weights [C/16][K][16] (C a multiple of 16)
+    std::vector<float> expanded_;  // the expansion, where the fused path does not run
     // Set by geometry for the input size h_ x w_.
     int h_ = -1, w_ = -1, ho_ = 0, wo_ = 0, hr_ = 0, l_ = 0, n_ = 0;
     size_t planes_len_ = 0;

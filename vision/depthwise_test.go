@@ -486,6 +486,27 @@ func TestDepthwiseLayerRejects(t *testing.T) {
 			g.m.Graph.Initializers[1] = onnx.FloatTensor("B", make([]float32, 2), 2)
 		}, "bias has 2 values, want 3"},
 		{"no weights", func(_ *testGraph, n *onnx.Node) { n.Inputs = n.Inputs[:1] }, "has 0 constant inputs"},
+		{"expansion without its weights", func(_ *testGraph, n *onnx.Node) {
+			n.SetAttr(onnx.IntAttr("expand", 1))
+			n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
+		}, "has 2 constant inputs; it needs the weights (C, 1, kh, kw) and the bias (C), then the expansion's weights (C, K, 1, 1) and bias (C)"},
+		{"expansion without its activation", func(g *testGraph, n *onnx.Node) {
+			g.floats("EW", make([]float32, 6), 3, 2, 1, 1).floats("EB", make([]float32, 3), 3)
+			n.Inputs = append(n.Inputs, "EW", "EB")
+			n.SetAttr(onnx.IntAttr("expand", 1))
+		}, `attribute expand_activation must be "swish"`},
+		{"expansion weights for 4 channels", func(g *testGraph, n *onnx.Node) {
+			g.floats("EW", make([]float32, 8), 4, 2, 1, 1).floats("EB", make([]float32, 3), 3)
+			n.Inputs = append(n.Inputs, "EW", "EB")
+			n.SetAttr(onnx.IntAttr("expand", 1))
+			n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
+		}, "expansion weights are float32 (4, 2, 1, 1), want float32 (3, K, 1, 1)"},
+		{"expansion of 5 input channels", func(g *testGraph, n *onnx.Node) {
+			g.floats("EW", make([]float32, 15), 3, 5, 1, 1).floats("EB", make([]float32, 3), 3)
+			n.Inputs = append(n.Inputs, "EW", "EB")
+			n.SetAttr(onnx.IntAttr("expand", 1))
+			n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
+		}, "input has 3 channels, the weights 5"},
 		{"kernel larger than the padded input", func(g *testGraph, n *onnx.Node) {
 			g.m.Graph.Initializers[0] = onnx.FloatTensor("W", make([]float32, 3*49), 3, 1, 7, 7)
 			n.SetAttr(onnx.IntsAttr("kernel", 7, 7))

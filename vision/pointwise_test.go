@@ -339,12 +339,14 @@ func TestPointwiseBackbones(t *testing.T) {
 	if !kernelAVX512.supported() {
 		t.Skip("the backbone uses the pointwise layer only with AVX-512")
 	}
+	// fused counts the expansions the depthwise layers take in: the narrow
+	// ones (up to 48 input channels) before a stride of 2.
 	cases := []struct {
-		cfg                              EfficientNetConfig
-		blocks, expansions, residuals, n int
+		cfg                                     EfficientNetConfig
+		blocks, expansions, residuals, n, fused int
 	}{
-		{EfficientNetConfig{Variant: "b0", Seed: 1}, 16, 15, 9, 32},
-		{EfficientNetConfig{Variant: "b3", Seed: 1, Padding: PaddingKeras, FiLMDim: 8, FiLMInitStd: 0.1}, 26, 24, 19, 51},
+		{EfficientNetConfig{Variant: "b0", Seed: 1}, 16, 15, 9, 32, 3},
+		{EfficientNetConfig{Variant: "b3", Seed: 1, Padding: PaddingKeras, FiLMDim: 8, FiLMInitStd: 0.1}, 26, 24, 19, 51, 3},
 	}
 	for _, c := range cases {
 		t.Run(c.cfg.Variant, func(t *testing.T) {
@@ -366,6 +368,9 @@ func TestPointwiseBackbones(t *testing.T) {
 			if !hasRewrite(b.Rewrites(), RewritePointwise, want) {
 				t.Errorf("rewrites %v, want %q", b.Rewrites(), want)
 			}
+			if want := fmt.Sprintf(", %d with the expansion before them", c.fused); !hasRewriteContaining(b.Rewrites(), RewriteDepthwise, want) {
+				t.Errorf("rewrites %v, want depthwise ones %q", b.Rewrites(), want)
+			}
 			r := rand.New(rand.NewPCG(21, 22))
 			images := append([][]float32{syntheticImage(r, h, w)}, gocvPhotos(t, h, w)...)
 			for i, img := range images {
@@ -384,8 +389,8 @@ func TestPointwiseBackbones(t *testing.T) {
 			if c.cfg.FiLMDim > 0 {
 				scales = 2 * c.blocks
 			}
-			if types[PointwiseOp] != c.n || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 || types["Scale"] != scales {
-				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution, %d Scale", types, c.n, c.blocks, scales)
+			if types[PointwiseOp] != c.n-c.fused || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 || types["Scale"] != scales {
+				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution, %d Scale", types, c.n-c.fused, c.blocks, scales)
 			}
 		})
 	}
