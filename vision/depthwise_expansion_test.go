@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ttmrobot/ttm/internal/onnx"
 )
@@ -255,4 +257,61 @@ func zeros(f []float32) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkExpansionDepthwise runs the strided MBConv expansions and
+// depthwise convolutions of EfficientNet-B0 at 224 and B3 at 300 (input
+// channels, channels, input side, kernel; stride 2, Keras padding, swish
+// and means) as one fused TTMDepthwise layer and as a TTMPointwise and a
+// TTMDepthwise layer, on one OpenCV thread with AVX-512. cpu-ms is the
+// calling thread's CPU time per forward pass, which other load on the
+// machine does not change.
+//
+//	go test -run '^$' -bench ExpansionDepthwise -benchtime 100x ./vision
+func BenchmarkExpansionDepthwise(b *testing.B) {
+	if !kernelAVX512.supported() {
+		b.Skip("the expansion is fused where the pointwise layer runs: with AVX-512")
+	}
+	defer SetOpenCVThreads(0)
+	SetOpenCVThreads(1)
+	shapes := []struct {
+		net              string
+		k, c, side, kern int
+	}{
+		{"b0", 16, 96, 112, 3}, {"b0", 24, 144, 56, 5}, {"b0", 40, 240, 28, 3},
+		{"b3", 24, 144, 150, 3}, {"b3", 32, 192, 75, 5}, {"b3", 48, 288, 38, 3},
+	}
+	for _, s := range shapes {
+		p := s.kern/2 - 1
+		c := expansionCase{dwCase{n: 1, c: s.c, h: s.side, w: s.side, kh: s.kern, kw: s.kern, sh: 2, sw: 2,
+			pads: [4]int{p, p, p + 1, p + 1}, bias: true, swish: true, mean: true}, s.k, true}
+		r := rand.New(rand.NewPCG(1, 2))
+		ew, eb := c.expansionWeights(r)
+		wt, bias := c.weights(r)
+		in := randSlice32(r, c.k*c.h*c.w)
+		for _, fused := range []bool{true, false} {
+			name := "separate"
+			if fused {
+				name = "fused"
+			}
+			b.Run(fmt.Sprintf("%s-k%d-c%d-%dx%d-k%d/%s", s.net, s.k, s.c, s.side, s.side, s.kern, name), func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				opts := PrepareOptions{SwishOp: "TTMSwish", DepthwiseOp: DepthwiseOp, PointwiseOp: PointwiseOp, DepthwiseExpansion: fused}
+				net, outLen := loadDepthwise(b, c.graphOf(ew, eb, wt, bias), opts, []int{1, c.k, c.h, c.w})
+				defer net.close()
+				out := make([]float32, outLen)
+				var cpu time.Duration
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					cpu0 := threadCPUTime()
+					if err := net.forward(in, nil, out); err != nil {
+						b.Fatal(err)
+					}
+					cpu += threadCPUTime() - cpu0
+				}
+				b.ReportMetric(ms(cpu)/float64(b.N), "cpu-ms")
+			})
+		}
+	}
 }
