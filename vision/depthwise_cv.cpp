@@ -288,14 +288,15 @@ dw_ops ops_for(int isa) {
     return dw_ops{taps_generic, split2_generic, swish_generic, sum_generic};
 }
 
+// Largest kernel side, stride and padding the layer accepts.
+const int max_kernel = 64, max_stride = 64, max_pad = 1 << 12;
+
 // The blocked path: 16 channels at a time, interleaved (NCHW16c) in work
 // memory, so that one vector holds one pixel of 16 channels and every
 // multiply-add of a tap is useful, whatever the map's width. Used for
 // maps of up to blocked_max_padded padded pixels with channels a multiple
-// of 16 (EfficientNet's later stages), with AVX-512.
-// Largest kernel side, stride and padding the layer accepts.
-const int max_kernel = 64, max_stride = 64, max_pad = 1 << 12;
-
+// of 16 (EfficientNet's later stages), with AVX-512, and by the fused
+// expansion (expand_group) on maps of any size.
 struct blocked_geometry {
     int h, w, ho, wo, kh, kw, sh, sw, pt, pl;
     int hp, wp;  // padded input rows and columns held in work memory
