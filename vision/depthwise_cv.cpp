@@ -599,7 +599,7 @@ public:
         if (kh_ < 1 || kw_ < 1 || kh_ > max_kernel || kw_ > max_kernel) {
             TTM_LAYER_FAIL("kernel " << kh_ << "x" << kw_ << " outside 1.." << max_kernel);
         }
-        if (blobs.size() == 2) {  // with an expansion, checked by expansion()
+        if (blobs.size() >= 2) {
             const cv::Mat& b = blobs[1];
             if (b.type() != CV_32F || (int)b.total() != channels_) {
                 TTM_LAYER_FAIL("bias has " << b.total() << (b.type() == CV_32F ? "" : " non-float32") << " values, want "
@@ -748,10 +748,7 @@ private:
     // expansion checks the expansion's weights (C, K, 1, 1) and bias (C)
     // and its activation, and lays them out for the fused path.
     void expansion(const cv::dnn::LayerParams& p) {
-        const cv::Mat &b = blobs[1], &ew = blobs[2], &eb = blobs[3];
-        if (b.type() != CV_32F || (int)b.total() != channels_) {
-            TTM_LAYER_FAIL("bias is " << describe(b) << ", want float32 (" << channels_ << ")");
-        }
+        const cv::Mat &ew = blobs[2], &eb = blobs[3];
         if (ew.dims != 4 || ew.type() != CV_32F || ew.size[0] != channels_ || ew.size[1] < 1 || ew.size[2] != 1 ||
             ew.size[3] != 1) {
             TTM_LAYER_FAIL("expansion weights are " << describe(ew) << ", want float32 (" << channels_

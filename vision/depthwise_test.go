@@ -454,6 +454,14 @@ func TestDepthwiseRewriteSelects(t *testing.T) {
 // problem (the shim catches the layer's C++ exception), and the process
 // must survive to the end of the test.
 func TestDepthwiseLayerRejects(t *testing.T) {
+	// expansion makes n read an expansion of k inputs to m channels (zero
+	// weights and bias): the attributes expand and expand_activation.
+	expansion := func(g *testGraph, n *onnx.Node, m, k int64) {
+		g.floats("EW", make([]float32, m*k), m, k, 1, 1).floats("EB", make([]float32, 3), 3)
+		n.Inputs = append(n.Inputs, "EW", "EB")
+		n.SetAttr(onnx.IntAttr("expand", 1))
+		n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
+	}
 	graph := func(edit func(g *testGraph, n *onnx.Node)) BackboneSpec {
 		g := newTestGraph(13).input("x", 1, 3, 4, 4)
 		g.floats("W", make([]float32, 27), 3, 1, 3, 3).floats("B", make([]float32, 3), 3)
@@ -491,22 +499,17 @@ func TestDepthwiseLayerRejects(t *testing.T) {
 			n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
 		}, "has 2 constant inputs; it needs the weights (C, 1, kh, kw) and the bias (C), then the expansion's weights (C, K, 1, 1) and bias (C)"},
 		{"expansion without its activation", func(g *testGraph, n *onnx.Node) {
-			g.floats("EW", make([]float32, 6), 3, 2, 1, 1).floats("EB", make([]float32, 3), 3)
-			n.Inputs = append(n.Inputs, "EW", "EB")
-			n.SetAttr(onnx.IntAttr("expand", 1))
+			expansion(g, n, 3, 2)
+			n.DeleteAttr("expand_activation")
 		}, `attribute expand_activation must be "swish"`},
-		{"expansion weights for 4 channels", func(g *testGraph, n *onnx.Node) {
-			g.floats("EW", make([]float32, 8), 4, 2, 1, 1).floats("EB", make([]float32, 3), 3)
-			n.Inputs = append(n.Inputs, "EW", "EB")
-			n.SetAttr(onnx.IntAttr("expand", 1))
-			n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
-		}, "expansion weights are float32 (4, 2, 1, 1), want float32 (3, K, 1, 1)"},
-		{"expansion of 5 input channels", func(g *testGraph, n *onnx.Node) {
-			g.floats("EW", make([]float32, 15), 3, 5, 1, 1).floats("EB", make([]float32, 3), 3)
-			n.Inputs = append(n.Inputs, "EW", "EB")
-			n.SetAttr(onnx.IntAttr("expand", 1))
-			n.SetAttr(onnx.StringAttr("expand_activation", "swish"))
-		}, "input has 3 channels, the weights 5"},
+		{"expansion weights for 4 channels", func(g *testGraph, n *onnx.Node) { expansion(g, n, 4, 2) },
+			"expansion weights are float32 (4, 2, 1, 1), want float32 (3, K, 1, 1)"},
+		{"expansion of 5 input channels", func(g *testGraph, n *onnx.Node) { expansion(g, n, 3, 5) },
+			"input has 3 channels, the weights 5"},
+		{"expansion with a short bias", func(g *testGraph, n *onnx.Node) {
+			expansion(g, n, 3, 3)
+			g.m.Graph.Initializers[1] = onnx.FloatTensor("B", make([]float32, 2), 2)
+		}, "bias has 2 values, want 3"},
 		{"kernel larger than the padded input", func(g *testGraph, n *onnx.Node) {
 			g.m.Graph.Initializers[0] = onnx.FloatTensor("W", make([]float32, 3*49), 3, 1, 7, 7)
 			n.SetAttr(onnx.IntsAttr("kernel", 7, 7))
