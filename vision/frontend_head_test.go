@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/ttmrobot/ttm/internal/layer"
-	"github.com/ttmrobot/ttm/internal/nn"
 )
 
 // randomHead returns a head with every parameter random (FiLM included),
@@ -447,12 +446,6 @@ func TestHeadDoesNotAllocate(t *testing.T) {
 		labels := []float32{0.5, 0.5, 1}
 		if allocs := testing.AllocsPerRun(20, func() { h.Forward(out, a, feat, e) }); allocs != 0 {
 			t.Errorf("hidden %d: Forward: %v allocations", c.Hidden, allocs)
-		}
-		if c.HiddenKernel == 3 && nn.Backend() == "gonum" {
-			// The 3x3 stage's weight gradient (16 x 576) spans nine 64x64
-			// blocks, which gonum's pure-Go Sgemm splits over goroutines
-			// (it allocates to start them). Only training runs it.
-			continue
 		}
 		if allocs := testing.AllocsPerRun(20, func() {
 			SuperviseKeypoints(a.KP, labels, 1, 1)
