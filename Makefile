@@ -67,7 +67,7 @@ test: setup-test
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) build -o bin/testsummary ./internal/testsummary
 	@set -o pipefail; { $(GO) test -json -count=1 -p 1 ./...; a=$$?; \
-		$(GO) test -json -count=1 -p 1 -tags purego ./internal/... ./ttm/...; b=$$?; \
+		$(GO) test -json -count=1 -p 1 -tags purego ./internal/... ./ttm/... ./vision/...; b=$$?; \
 		exit $$((a | b)); } 2>&1 | bin/testsummary
 
 test-short:

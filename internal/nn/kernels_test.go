@@ -61,6 +61,8 @@ func TestGemmMatchesNaive(t *testing.T) {
 		{7, 5, 3, false, true, 0.5},
 		{33, 17, 65, true, true, 1},
 		{16, 512, 512, false, false, 0},
+		{130, 200, 70, true, false, 0.5},
+		{130, 200, 70, false, true, 1},
 	} {
 		lda, ldb := tc.k+3, tc.n+1
 		if tc.transA {
@@ -290,7 +292,12 @@ func TestKernelsDoNotAllocate(t *testing.T) {
 	att := make([]float32, 4*16*16)
 	q := randSlice(r, 16*64, 1)
 	aOut := make([]float32, 16*64)
+	// A product over nine 64x64 blocks of its result, which gonum's own
+	// Sgemm would spread over goroutines.
+	x, g := randSlice(r, 25*16, 1), randSlice(r, 25*576, 1)
+	dw := make([]float32, 16*576)
 	allocs := testing.AllocsPerRun(50, func() {
+		Gemm(true, false, 16, 576, 25, 1, x, 16, g, 576, 1, dw, 576)
 		Dense(out, in, w, b, 16, 64, 32)
 		GELUForward(out, out)
 		SoftmaxRowsForward(out, 16, 32)
