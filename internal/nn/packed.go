@@ -104,9 +104,9 @@ func matMulPacked(out, in []float32, w *Packed, rows int, scratch []float32, act
 	}
 }
 
-// packRows writes the first nr rows of in (nr, K) p-major into xp (K, 16),
-// zero-filling the unused row slots.
-func packRows(xp, in []float32, nr, k int) {
+// packRowsGeneric writes the first nr rows of in (nr, K) p-major into xp
+// (K, 16), zero-filling the unused row slots: xp[p*16+i] = in[i*K+p].
+func packRowsGeneric(xp, in []float32, nr, k int) {
 	if nr < PanelWidth {
 		clear(xp)
 	}

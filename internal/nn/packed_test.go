@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -53,6 +54,38 @@ func TestMatMulPackedMatchesNaive(t *testing.T) {
 		}
 	}
 	SetParallelism(1)
+}
+
+// TestPackRows checks packRows (the AVX-512 gather where the CPU has it)
+// and packRowsGeneric against their definition, xp[p*16+i] = in[i*K+p] for
+// the nr rows given and 0 in the other row slots, over a scratch slice
+// full of NaNs.
+func TestPackRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	nan := float32(math.NaN())
+	for _, k := range []int{1, 3, 16, 17, 512, 2049} {
+		for nr := 1; nr <= PanelWidth; nr++ {
+			in := randSlice(r, nr*k, 1)
+			for name, pack := range map[string]func(xp, in []float32, nr, k int){"packRows": packRows, "packRowsGeneric": packRowsGeneric} {
+				xp := make([]float32, k*PanelWidth)
+				for i := range xp {
+					xp[i] = nan
+				}
+				pack(xp, in, nr, k)
+				for p := 0; p < k; p++ {
+					for i := 0; i < PanelWidth; i++ {
+						want := float32(0)
+						if i < nr {
+							want = in[i*k+p]
+						}
+						if got := xp[p*PanelWidth+i]; math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("%s, k %d, %d rows: xp[%d*16+%d] = %g, want %g", name, k, nr, p, i, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 func TestMatMulPackedDoesNotAllocate(t *testing.T) {
@@ -141,4 +174,23 @@ func TestParallelForCoversRangeOnce(t *testing.T) {
 		}
 	}
 	SetParallelism(1)
+}
+
+// BenchmarkPackRows packs 16 rows of the robot TTM's widths, with the
+// gather kernel where the CPU has it and with the Go loop beside it.
+//
+//	go test -run '^$' -bench PackRows ./internal/nn
+func BenchmarkPackRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, k := range []int{512, 2048} {
+		in, xp := randSlice(r, PanelWidth*k, 1), make([]float32, k*PanelWidth)
+		for name, pack := range map[string]func(xp, in []float32, nr, k int){"packRows": packRows, "go": packRowsGeneric} {
+			b.Run(fmt.Sprintf("k%d/%s", k, name), func(b *testing.B) {
+				b.SetBytes(int64(4 * len(xp)))
+				for b.Loop() {
+					pack(xp, in, PanelWidth, k)
+				}
+			})
+		}
+	}
 }
