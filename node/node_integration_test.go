@@ -19,6 +19,7 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/std_msgs"
 	"github.com/hashicorp/go-hclog"
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/nodetest"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/language"
 
@@ -48,7 +49,7 @@ func TestNodeWithROS(t *testing.T) {
 	t.Run("RefusesToStart", func(t *testing.T) { testRefusesToStart(t, m, ckpt) })
 
 	log, logs := rostest.Logger(t)
-	args := argsFor(t, m, "ttm_node", "__name:=ttm_policy", "__ns:="+nodeNS, "_rate:="+strconv.Itoa(*rosRate), "_max_image_age:=0.5",
+	args := nodetest.Args(t, m, "ttm_node", "__name:=ttm_policy", "__ns:="+nodeNS, "_rate:="+strconv.Itoa(*rosRate), "_max_image_age:=0.5",
 		"_warmup_steps:="+testWarmupSteps, "cmd_vel:=/base/cmd_vel", "__log:=/tmp/ignored.log")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -59,7 +60,7 @@ func TestNodeWithROS(t *testing.T) {
 	defer n.Close()
 	cam := startCamera(t, m.URI, nodeNS+"/headcam/image_raw", 128, 160, 10, log.Named("camera"))
 	watch := startWatcher(t, m.URI, nodeNS+"/action", log.Named("watcher"))
-	waitConnected(t, n.sup, 1, 10*time.Second)
+	nodetest.WaitConnected(t, n.sup, 1, 10*time.Second)
 
 	// Fail closed: frames but no instruction, nothing is published.
 	rostest.WaitFor(t, 10*time.Second, "frames at the node", func() error {
@@ -126,7 +127,7 @@ max_frame_pixels: 2000000
 		t.Fatal(err)
 	}
 	m.MustRun(rostest.ToolTimeout, "rosparam", "load", yaml, "/params_test")
-	np, err := ReadNodeParams(context.Background(), ros.NewParams(argsFor(t, m, "params_test", "_rate:=12.5"), 0))
+	np, err := ReadNodeParams(context.Background(), ros.NewParams(nodetest.Args(t, m, "params_test", "_rate:=12.5"), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ max_frame_pixels: 2000000
 		t.Errorf("params %+v", np)
 	}
 	// Defaults.
-	np, err = ReadNodeParams(context.Background(), ros.NewParams(argsFor(t, m, "params_defaults"), 0))
+	np, err = ReadNodeParams(context.Background(), ros.NewParams(nodetest.Args(t, m, "params_defaults"), 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func testRefusesToStart(t *testing.T, m *rostest.Master, ckpt string) {
 			if tc.trainedRate > 0 {
 				path = ratedCheckpoint(t, ckpt, tc.trainedRate)
 			}
-			_, err := Start(context.Background(), Config{Args: argsFor(t, m, "refuse", tc.args...), Policy: path, Threads: 2})
+			_, err := Start(context.Background(), Config{Args: nodetest.Args(t, m, "refuse", tc.args...), Policy: path, Threads: 2})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Start = %v, want an error containing %q", err, tc.wantErr)
 			}
@@ -489,7 +490,7 @@ func testDiagnostics(t *testing.T, w *watcher) {
 func testNodeMasterRestart(t *testing.T, m *rostest.Master, n *Node, logs *rostest.Log) {
 	acted := n.Stats().Acted
 	m.Restart()
-	waitConnected(t, n.sup, 2, 20*time.Second)
+	nodetest.WaitConnected(t, n.sup, 2, 20*time.Second)
 	waitStatus(t, m, n, "acting")
 	out := m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-p", "-n", "3", nodeNS+"/action")
 	if _, err := parseEchoCSV(out); err != nil {
@@ -515,7 +516,7 @@ func testSimTime(t *testing.T, m *rostest.Master, ckpt string) {
 	defer m.MustRun(rostest.ToolTimeout, "rosparam", "set", "/use_sim_time", "false")
 	log, _ := rostest.Logger(t)
 	clock := startClock(t, m.URI, log.Named("clock"))
-	n, err := Start(context.Background(), Config{Args: argsFor(t, m, "ttm_simtime", "_warmup_steps:="+testWarmupSteps), Policy: ckpt, Threads: 2, Log: log})
+	n, err := Start(context.Background(), Config{Args: nodetest.Args(t, m, "ttm_simtime", "_warmup_steps:="+testWarmupSteps), Policy: ckpt, Threads: 2, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,11 +565,11 @@ func TestNodeCloseLeavesNothing(t *testing.T) {
 	log, _ := rostest.Logger(t)
 	nn.SetParallelism(2) // the worker team is process-wide; start it before the baseline
 	baseline := runtime.NumGoroutine()
-	n, err := Start(context.Background(), Config{Args: argsFor(t, m, "ttm_close", "_warmup_steps:="+testWarmupSteps), Policy: ckpt, Threads: 2, Log: log})
+	n, err := Start(context.Background(), Config{Args: nodetest.Args(t, m, "ttm_close", "_warmup_steps:="+testWarmupSteps), Policy: ckpt, Threads: 2, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitConnected(t, n.sup, 1, 10*time.Second)
+	nodetest.WaitConnected(t, n.sup, 1, 10*time.Second)
 	m.MustRun(rostest.ToolTimeout, "rostopic", "pub", "-1", "/instruction", "std_msgs/String", "data: x")
 	m.MustRun(rostest.ToolTimeout, "rosnode", "kill", "/ttm_close")
 	select {

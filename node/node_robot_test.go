@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/nodetest"
 	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
@@ -120,7 +121,7 @@ func TestNodeReadsRobotTree(t *testing.T) {
 	stopArm := startProc(t, m, "/usr/bin/python3", "-c", robotPy, ns, strconv.Itoa(h), strconv.Itoa(w), ftoa(f))
 
 	log, _ := rostest.Logger(t)
-	args := argsFor(t, m, "ttm_node", "__name:=ttm_policy", "__ns:="+ns, "_rate:=5", "_warmup_steps:="+testWarmupSteps)
+	args := nodetest.Args(t, m, "ttm_node", "__name:=ttm_policy", "__ns:="+ns, "_rate:=5", "_warmup_steps:="+testWarmupSteps)
 	n, err := Start(context.Background(), Config{Args: args, Policy: ckpt, Threads: 2, Log: log, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

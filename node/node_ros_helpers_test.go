@@ -368,29 +368,6 @@ func startClock(t testing.TB, master string, log hclog.Logger) *testClock {
 	return c
 }
 
-// argsFor parses a command line for a node talking to m (through
-// ROS_MASTER_URI, as roslaunch would pass it).
-func argsFor(t *testing.T, m *rostest.Master, name string, args ...string) *ros.Args {
-	t.Helper()
-	a, err := ros.ParseArgs(name, args, rostest.Env(map[string]string{"ROS_MASTER_URI": m.URI}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// waitConnected waits until the supervisor reports a set-up node of at
-// least the given generation.
-func waitConnected(t *testing.T, s *ros.Supervisor, generation int, timeout time.Duration) {
-	t.Helper()
-	rostest.WaitFor(t, timeout, fmt.Sprintf("node generation %d", generation), func() error {
-		if st := s.Status(); !st.Connected || st.Generation < generation {
-			return fmt.Errorf("status %+v", st)
-		}
-		return nil
-	})
-}
-
 // startProprio publishes a fixed std_msgs/Float32MultiArray reading (the
 // action.ArmProprio layout) on topic at rate, for a policy that reads
 // proprioception; it stops with the test.

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/ttmrobot/ttm/internal/action"
+	"github.com/ttmrobot/ttm/internal/nodetest"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/policy"
@@ -96,7 +97,7 @@ func TestSoak(t *testing.T) {
 	if threads == 0 {
 		threads = runtime.NumCPU()
 	}
-	args := argsFor(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100",
+	args := nodetest.Args(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100",
 		"_rate_mismatch:=rescale", "_proprio_source:=topic", "_camera_geometry:=checkpoint") // a robot of the proprio topic's convention
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,7 +1,6 @@
 package simnode
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,32 +13,8 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/action"
 	"github.com/ttmrobot/ttm/internal/ros"
-	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/sim"
 )
-
-// argsFor parses a command line for a node talking to m (through
-// ROS_MASTER_URI, as roslaunch would pass it).
-func argsFor(t *testing.T, m *rostest.Master, name string, args ...string) *ros.Args {
-	t.Helper()
-	a, err := ros.ParseArgs(name, args, rostest.Env(map[string]string{"ROS_MASTER_URI": m.URI}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
-// waitConnected waits until the supervisor reports a set-up node of at
-// least the given generation.
-func waitConnected(t *testing.T, s *ros.Supervisor, generation int, timeout time.Duration) {
-	t.Helper()
-	rostest.WaitFor(t, timeout, fmt.Sprintf("node generation %d", generation), func() error {
-		if st := s.Status(); !st.Connected || st.Generation < generation {
-			return fmt.Errorf("status %+v", st)
-		}
-		return nil
-	})
-}
 
 // episodeInstruction is the instruction of task's episode of seed.
 func episodeInstruction(t *testing.T, task *sim.Task, seed uint64) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/nodetest"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -32,7 +33,7 @@ func TestNodeWithROS(t *testing.T) {
 	var mu sync.Mutex // mu guards frames
 	var frames []string
 	s, err := Start(context.Background(), Config{
-		Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w,
+		Args: nodetest.Args(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w,
 		ActionTimeout: 500 * time.Millisecond, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second,
 		ResetTimeout: time.Second, Log: log, PollInterval: 200 * time.Millisecond,
 		Frame: func(ep Episode, step int, img []byte) {
@@ -48,7 +49,7 @@ func TestNodeWithROS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	waitConnected(t, s.sup, 1, 10*time.Second)
+	nodetest.WaitConnected(t, s.sup, 1, 10*time.Second)
 
 	// What a policy node would see: the latched instruction and a frame.
 	res := m.RunParallel(rostest.ToolTimeout,
@@ -100,7 +101,7 @@ func TestNodeWithROS(t *testing.T) {
 	// roscore restarts: the node registers again and latches the
 	// instruction on the new master.
 	m.Restart()
-	waitConnected(t, s.sup, 2, 20*time.Second)
+	nodetest.WaitConnected(t, s.sup, 2, 20*time.Second)
 	out := m.MustRun(rostest.ToolTimeout, "rostopic", "echo", "-n", "1", ns+"/instruction")
 	if !strings.Contains(out, instruction(pick)) {
 		t.Errorf("after the restart the instruction topic holds %q", out)
@@ -142,7 +143,7 @@ func TestNodeWithROS(t *testing.T) {
 	// Nothing drives a run: it stops with ErrNoActions after the start
 	// timeout.
 	start := time.Now()
-	_, err = Run(context.Background(), Config{Args: argsFor(t, m, "ttm_sim_alone", "__ns:=/alone"), Tasks: []*sim.Task{pick},
+	_, err = Run(context.Background(), Config{Args: nodetest.Args(t, m, "ttm_sim_alone", "__ns:=/alone"), Tasks: []*sim.Task{pick},
 		Height: h, Width: w, ActionTimeout: 200 * time.Millisecond, StartTimeout: time.Second, NoReset: true, Log: log})
 	if !errors.Is(err, ErrNoActions) || !strings.Contains(err.Error(), "/alone/action") {
 		t.Errorf("Run with no policy node: %v, want ErrNoActions naming /alone/action", err)
@@ -188,7 +189,7 @@ func TestResetWaitsForTheInstruction(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	n := startFakePolicy(t, argsFor(t, m, "ttm_node", "__ns:="+ns), log.Named("policy"))
+	n := startFakePolicy(t, nodetest.Args(t, m, "ttm_node", "__ns:="+ns), log.Named("policy"))
 
 	type seen struct {
 		at          time.Time
@@ -197,7 +198,7 @@ func TestResetWaitsForTheInstruction(t *testing.T) {
 	}
 	var first seen
 	results, err := Run(ctx, Config{
-		Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w, MaxSteps: 2,
+		Args: nodetest.Args(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{pick, drawer}, Seed: seed, Height: h, Width: w, MaxSteps: 2,
 		ActionTimeout: time.Second, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second, ResetTimeout: 5 * time.Second,
 		Log: log.Named("sim"), PollInterval: 200 * time.Millisecond,
 		Frame: func(ep Episode, step int, _ []byte) {

@@ -12,6 +12,7 @@ import (
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/sensor_msgs"
 	"github.com/bluenviron/goroslib/v2/pkg/msgs/tf2_msgs"
 
+	"github.com/ttmrobot/ttm/internal/nodetest"
 	"github.com/ttmrobot/ttm/internal/robot"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
@@ -142,14 +143,14 @@ func TestNodePublishesRobot(t *testing.T) {
 	const ns = "/robot"
 	task, _ := sim.TaskByName("pick")
 	const seed, h, w = 7, 48, 64
-	s, err := Start(context.Background(), Config{Args: argsFor(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{task}, Seed: seed, Height: h, Width: w,
+	s, err := Start(context.Background(), Config{Args: nodetest.Args(t, m, "ttm_sim", "__ns:="+ns), Tasks: []*sim.Task{task}, Seed: seed, Height: h, Width: w,
 		ActionTimeout: 300 * time.Millisecond, EpisodeTimeout: 60 * time.Second, StartTimeout: 60 * time.Second, NoReset: true,
 		Log: log, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got := subscribeRobot(t, argsFor(t, m, "listener", "__ns:="+ns))
+	got := subscribeRobot(t, nodetest.Args(t, m, "listener", "__ns:="+ns))
 
 	ep, err := sim.NewEpisode(task, seed, sim.Options{Height: h, Width: w})
 	if err != nil {
