@@ -5,13 +5,11 @@ import (
 	"sync"
 
 	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/gonum/blas/blas32"
 )
 
-// impl is the BLAS behind every matrix product. It is OpenBLAS through
-// gonum/netlib in the default cgo build and gonum's pure-Go kernels in a
-// build with the purego tag or without cgo; see blas_*.go.
-var impl blas.Float32 = blas32.Implementation()
+// impl (blas_*.go) is the BLAS behind every matrix product: OpenBLAS in the
+// default cgo build, gonum's pure-Go kernels in a build with the purego
+// tag or without cgo.
 
 // Backend names the BLAS implementation in use ("openblas" or "gonum").
 func Backend() string { return backendName }

@@ -9,7 +9,7 @@ import (
 
 const backendName = "gonum"
 
-func init() { impl = serialGonum{} }
+var impl blas.Float32 = serialGonum{}
 
 // SetThreads is a no-op: the gonum build computes each product on the
 // calling goroutine.
@@ -33,7 +33,7 @@ type serialGonum struct{ gonum.Implementation }
 
 func (s serialGonum) Sgemm(tA, tB blas.Transpose, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	blocks := func(n int) int { return (n + gonumBlockSize - 1) / gonumBlockSize }
-	if blocks(m)*blocks(n) < gonumMinParBlocks || k == 0 {
+	if blocks(m)*blocks(n) < gonumMinParBlocks {
 		s.Implementation.Sgemm(tA, tB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}

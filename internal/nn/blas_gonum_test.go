@@ -24,6 +24,7 @@ func TestSerialGonumMatchesGonum(t *testing.T) {
 		{16, 576, 25, 1},    // the vision head's 3x3 weight gradient
 		{130, 129, 70, 0},   // partial blocks on every side
 		{256, 64, 200, 0.5}, // four row blocks, one column block
+		{130, 129, 0, 0.5},  // no terms: C = beta*C
 	} {
 		for _, tr := range []struct{ a, b blas.Transpose }{
 			{blas.NoTrans, blas.NoTrans}, {blas.Trans, blas.NoTrans}, {blas.NoTrans, blas.Trans}, {blas.Trans, blas.Trans},

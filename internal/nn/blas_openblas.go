@@ -3,17 +3,14 @@
 package nn
 
 import (
-	"gonum.org/v1/gonum/blas/blas32"
+	"gonum.org/v1/gonum/blas"
 
 	"github.com/ttmrobot/ttm/internal/openblas"
 )
 
 const backendName = "openblas"
 
-func init() {
-	blas32.Use(openblas.Implementation{})
-	impl = openblas.Implementation{}
-}
+var impl blas.Float32 = openblas.Implementation{}
 
 // SetThreads sets the number of threads OpenBLAS uses for one product.
 func SetThreads(n int) { openblas.SetThreads(n) }

@@ -8,7 +8,7 @@ import "golang.org/x/sys/cpu"
 func panel16AVX512(c *float32, ldc int, xp *float32, w *float32, k int, rows int)
 
 //go:noescape
-func packRowsAVX512(xp *float32, in *float32, k int, ldx int, nr int)
+func packRowsAVX512(xp *float32, in *float32, k int, nr int)
 
 var hasAVX512 = cpu.X86.HasAVX512F
 
@@ -33,5 +33,5 @@ func packRows(xp, in []float32, nr, k int) {
 	// The kernel reads rows [0, nr) of in, k wide, and writes k*16 of xp.
 	_ = in[(nr-1)*k+k-1]
 	_ = xp[k*PanelWidth-1]
-	packRowsAVX512(&xp[0], &in[0], k, k, nr)
+	packRowsAVX512(&xp[0], &in[0], k, nr)
 }

@@ -140,21 +140,21 @@ done:
 	VZEROUPPER
 	RET
 
-// func packRowsAVX512(xp *float32, in *float32, k int, ldx int, nr int)
+// func packRowsAVX512(xp *float32, in *float32, k int, nr int)
 //
-// xp (k, 16) gets the first nr (1..16) rows of in (row stride ldx floats)
-// p-major, zeros in the other row slots: xp[p*16+i] = in[i*ldx+p]; k >= 1.
+// xp (k, 16) gets the first nr (1..16) rows of in (nr, k) p-major, zeros
+// in the other row slots: xp[p*16+i] = in[i*k+p]; k >= 1.
 // Sixteen columns at a time: the rows' 64 bytes are loaded into Z0-Z15
 // (masked at the end of a row), transposed 16x16 in registers through
 // Z16-Z31 (pairs of floats, then of doubles, then 128-bit lanes twice), and
 // stored as sixteen whole 64-byte rows of xp.
-TEXT ·packRowsAVX512(SB), NOSPLIT, $0-40
+TEXT ·packRowsAVX512(SB), NOSPLIT, $0-32
 	MOVQ xp+0(FP), DI
 	MOVQ in+8(FP), SI
 	MOVQ k+16(FP), R11
-	MOVQ ldx+24(FP), R8
-	SHLQ $2, R8
-	MOVQ nr+32(FP), R9
+	MOVQ R11, R8
+	SHLQ $2, R8 // row stride, bytes
+	MOVQ nr+24(FP), R9
 block:
 	MOVQ R11, BX // columns in this block: min(k left, 16)
 	CMPQ BX, $16
