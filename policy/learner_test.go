@@ -244,7 +244,13 @@ func TestLearnerGradients(t *testing.T) {
 			}
 			l.GeometryFromLabels = tc.supervised && tc.proprio
 			if tc.goalProbe {
-				l.GoalWeight = 2
+				// Weight 1: the probe's loss (about 80 here) is then about a
+				// third of the total, and a gradient of the probe's path
+				// 20 % off fails. At weight 2 the total of about 280 left
+				// float32 rounding of about 1e-4 in it, and differences of
+				// step 1e-2 read gradients of a few 1e-3 30-50 % off (on an
+				// Intel Xeon, model 207, with either BLAS).
+				l.GoalWeight = 1
 			}
 			lossAt := func() float64 {
 				st := start.Clone()

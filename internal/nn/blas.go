@@ -7,20 +7,35 @@ import (
 	"gonum.org/v1/gonum/blas"
 )
 
-// impl (blas_*.go) is the BLAS behind every matrix product: OpenBLAS in the
-// default cgo build, gonum's pure-Go kernels in a build with the purego
-// tag or without cgo.
+// impl (blas_*.go) is the BLAS behind Gemm where the CPU lacks AVX-512:
+// OpenBLAS in the default cgo build, gonum's pure-Go kernels in a build
+// with the purego tag or without cgo (which always uses them).
 
-// Backend names the BLAS implementation in use ("openblas" or "gonum").
-func Backend() string { return backendName }
+// Backend names what computes Gemm: "avx512" (the project's own product),
+// "openblas" or "gonum".
+func Backend() string {
+	if ownGemm {
+		return "avx512"
+	}
+	return backendName
+}
 
 // Gemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices, where
 // op(X) is X or its transpose. op(A) is m x k, op(B) is k x n, C is m x n;
-// lda, ldb and ldc are the row strides of A, B and C as stored.
+// lda, ldb and ldc are the row strides of A, B and C as stored. With
+// AVX-512 it is the project's own product (gemmPacked), else the BLAS's.
 func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
+	if ownGemm {
+		gemmPacked(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	blasGemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func blasGemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	ta, tb := blas.NoTrans, blas.NoTrans
 	if transA {
 		ta = blas.Trans
@@ -58,14 +73,14 @@ func MatMulBackward(dIn, dW, dOut, in, w []float32, n, c, k int) {
 	}
 }
 
-// RowSplitExact reports whether the BLAS gives a product's rows the same
-// bits when the product is computed in two parts of rows, as ParallelFor
-// computes the TTM's summaries with a team. gonum's kernels and OpenBLAS's
-// SkylakeX kernels do; OpenBLAS 0.3.21's Haswell kernels, which it also
-// picks for AVX-512 CPUs it does not know (AMD Zen 4), change the
-// summation order with the number of rows. Then results with a team agree
-// with those without one to rounding, not to the bit; with a fixed
-// parallelism they are still reproducible.
+// RowSplitExact reports whether Gemm gives a product's rows the same bits
+// when the product is computed in two parts of rows, as ParallelFor
+// computes the TTM's summaries with a team. The project's own product
+// (gemmPacked), gonum's kernels and OpenBLAS's SkylakeX kernels do;
+// OpenBLAS 0.3.21's Haswell kernels change the summation order with the
+// number of rows. Then results with a team agree with those without one
+// to rounding, not to the bit; with a fixed parallelism they are still
+// reproducible.
 func RowSplitExact() bool {
 	rowSplitOnce.Do(func() {
 		const n, c, k, cut = 40, 96, 80, 16

@@ -48,50 +48,6 @@ func maxRelDiff(got, want []float32) float64 {
 	return worst
 }
 
-func TestGemmMatchesNaive(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct {
-		m, n, k        int
-		transA, transB bool
-		beta           float32
-	}{
-		{1, 1, 1, false, false, 0},
-		{16, 48, 64, false, false, 0},
-		{7, 5, 3, true, false, 1},
-		{7, 5, 3, false, true, 0.5},
-		{33, 17, 65, true, true, 1},
-		{16, 512, 512, false, false, 0},
-		{130, 200, 70, true, false, 0.5},
-		{130, 200, 70, false, true, 1},
-	} {
-		lda, ldb := tc.k+3, tc.n+1
-		if tc.transA {
-			lda = tc.m + 2
-		}
-		if tc.transB {
-			ldb = tc.k + 5
-		}
-		rowsA, rowsB := tc.m, tc.k
-		if tc.transA {
-			rowsA = tc.k
-		}
-		if tc.transB {
-			rowsB = tc.n
-		}
-		a := randSlice(r, rowsA*lda, 1)
-		b := randSlice(r, rowsB*ldb, 1)
-		ldc := tc.n + 2
-		c := randSlice(r, tc.m*ldc, 1)
-		want := append([]float32(nil), c...)
-		Gemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 0.75, a, lda, b, ldb, tc.beta, c, ldc)
-		naiveGemm(tc.transA, tc.transB, tc.m, tc.n, tc.k, 0.75, a, lda, b, ldb, tc.beta, want, ldc)
-		// float32 accumulation over k terms: allow k ulps and a little more.
-		if d := maxRelDiff(c, want); d > float64(tc.k)*1.2e-7+1e-6 {
-			t.Errorf("%+v: max relative difference %.3g", tc, d)
-		}
-	}
-}
-
 func TestLayerNormHandComputed(t *testing.T) {
 	// x = (1, 2, 3): mean 2, variance 2/3, so x̂ = (-1, 0, 1)·sqrt(3/2).
 	in := []float32{1, 2, 3}

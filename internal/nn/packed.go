@@ -99,20 +99,21 @@ func matMulPacked(out, in []float32, w *Packed, rows int, scratch []float32, act
 	for r0 := 0; r0 < rows; r0 += PanelWidth {
 		nr := min(PanelWidth, rows-r0)
 		xp := scratch[:k*PanelWidth]
-		packRows(xp, in[r0*k:], nr, k)
+		packRows(xp, in[r0*k:], k, nr, k)
 		parallelPanels(out[r0*n:], xp, w, nr, act)
 	}
 }
 
-// packRowsGeneric writes the first nr rows of in (nr, K) p-major into xp
-// (K, 16), zero-filling the unused row slots: xp[p*16+i] = in[i*K+p].
-func packRowsGeneric(xp, in []float32, nr, k int) {
+// packRowsGeneric writes the first K columns of nr rows of in (row stride
+// ld) p-major into xp (K, 16), zero-filling the unused row slots:
+// xp[p*16+i] = in[i*ld+p].
+func packRowsGeneric(xp, in []float32, ld, nr, k int) {
 	if nr < PanelWidth {
 		clear(xp)
 	}
 	var rows [PanelWidth][]float32
 	for i := 0; i < nr; i++ {
-		rows[i] = in[i*k : i*k+k]
+		rows[i] = in[i*ld : i*ld+k]
 	}
 	// Four columns at a time: each row is read sequentially and each 64-byte
 	// destination row is written whole.
@@ -148,7 +149,7 @@ func panelsRange(out, xp []float32, w *Packed, nr, p0, p1 int, act bool) {
 		g1 := min(g0+geluPanels, p1)
 		for pi := g0; pi < g1; pi++ {
 			j0 := pi * PanelWidth
-			panel16(out[j0:], n, xp, w.Data[j0*k:j0*k+k*PanelWidth], k, nr)
+			panel16(out[j0:], n, xp, w.Data[j0*k:j0*k+k*PanelWidth], PanelWidth, k, nr)
 		}
 		if act {
 			for i := 0; i < nr; i++ {
@@ -159,11 +160,12 @@ func panelsRange(out, xp []float32, w *Packed, nr, p0, p1 int, act bool) {
 	}
 }
 
-// panel16Generic is the portable kernel: out (nr rows, stride ldc) += xpᵀ·panel.
-func panel16Generic(out []float32, ldc int, xp, panel []float32, k, nr int) {
+// panel16Generic is the portable kernel: out (nr rows, stride ldc) +=
+// xpᵀ·panel, panel (k, 16) with row stride ldw.
+func panel16Generic(out []float32, ldc int, xp, panel []float32, ldw, k, nr int) {
 	var acc [PanelWidth][PanelWidth]float32
 	for p := 0; p < k; p++ {
-		wr := (*[PanelWidth]float32)(panel[p*PanelWidth : p*PanelWidth+PanelWidth])
+		wr := (*[PanelWidth]float32)(panel[p*ldw : p*ldw+PanelWidth])
 		xr := (*[PanelWidth]float32)(xp[p*PanelWidth : p*PanelWidth+PanelWidth])
 		for i := 0; i < nr; i++ {
 			xv := xr[i]

@@ -2,24 +2,27 @@
 
 #include "textflag.h"
 
-// func panel16AVX512(c *float32, ldc int, xp *float32, w *float32, k int, rows int)
+// func panel16AVX512(c *float32, ldc int, xp *float32, w *float32, ldw int, k int, rows int)
 //
 // c (rows x 16, row stride ldc floats) += xpᵀ·w, where xp (k, 16) holds up to
-// 16 input rows packed p-major and w (k, 16) is one packed weight panel.
+// 16 input rows packed p-major and w (k, 16, row stride ldw floats) is one
+// weight panel, packed (ldw 16) or in place.
 // Sixteen ZMM accumulators hold the 16x16 result; each step of the k loop
 // loads one 16-wide row of the panel and does 16 broadcast FMAs against it.
 // The weights stream from memory: a prefetch 16 KB ahead into L2 keeps
 // about 250 steps of them in flight (2 KB ahead into L1 streamed 17 GB/s
 // on one core of an AMD EPYC, 16 KB 21 GB/s; the step 6 % faster).
 // Only the first rows (1..16) rows of c are written.
-TEXT ·panel16AVX512(SB), NOSPLIT, $0-48
+TEXT ·panel16AVX512(SB), NOSPLIT, $0-56
 	MOVQ c+0(FP), AX
 	MOVQ ldc+8(FP), R9
 	SHLQ $2, R9
 	MOVQ xp+16(FP), DI
 	MOVQ w+24(FP), SI
-	MOVQ k+32(FP), CX
-	MOVQ rows+40(FP), R10
+	MOVQ ldw+32(FP), R11
+	SHLQ $2, R11
+	MOVQ k+40(FP), CX
+	MOVQ rows+48(FP), R10
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -55,7 +58,7 @@ loop:
 	VFMADD231PS.BCST 52(DI), Z16, Z13
 	VFMADD231PS.BCST 56(DI), Z16, Z14
 	VFMADD231PS.BCST 60(DI), Z16, Z15
-	ADDQ $64, SI
+	ADDQ R11, SI
 	ADDQ $64, DI
 	DECQ CX
 	JNZ loop
@@ -140,21 +143,22 @@ done:
 	VZEROUPPER
 	RET
 
-// func packRowsAVX512(xp *float32, in *float32, k int, nr int)
+// func packRowsAVX512(xp *float32, in *float32, ld int, k int, nr int)
 //
-// xp (k, 16) gets the first nr (1..16) rows of in (nr, k) p-major, zeros
-// in the other row slots: xp[p*16+i] = in[i*k+p]; k >= 1.
+// xp (k, 16) gets the first k columns of nr (1..16) rows of in (row stride
+// ld floats) p-major, zeros in the other row slots: xp[p*16+i] =
+// in[i*ld+p]; k >= 1.
 // Sixteen columns at a time: the rows' 64 bytes are loaded into Z0-Z15
 // (masked at the end of a row), transposed 16x16 in registers through
 // Z16-Z31 (pairs of floats, then of doubles, then 128-bit lanes twice), and
 // stored as sixteen whole 64-byte rows of xp.
-TEXT ·packRowsAVX512(SB), NOSPLIT, $0-32
+TEXT ·packRowsAVX512(SB), NOSPLIT, $0-40
 	MOVQ xp+0(FP), DI
 	MOVQ in+8(FP), SI
-	MOVQ k+16(FP), R11
-	MOVQ R11, R8
+	MOVQ ld+16(FP), R8
 	SHLQ $2, R8 // row stride, bytes
-	MOVQ nr+24(FP), R9
+	MOVQ k+24(FP), R11
+	MOVQ nr+32(FP), R9
 block:
 	MOVQ R11, BX // columns in this block: min(k left, 16)
 	CMPQ BX, $16
@@ -366,5 +370,30 @@ stored:
 	ADDQ $1024, DI
 	SUBQ BX, R11
 	JNZ block
+	VZEROUPPER
+	RET
+
+// func packColsAVX512(dst *float32, src *float32, ld int, cols int, k int)
+//
+// dst (k, 16) gets cols (1..16) values from each of k rows of src (row
+// stride ld floats), zeros in the other slots: dst[p*16+j] = src[p*ld+j].
+TEXT ·packColsAVX512(SB), NOSPLIT, $0-40
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	MOVQ cols+24(FP), CX
+	MOVQ k+32(FP), DX
+	MOVL $1, AX
+	SHLL CX, AX
+	DECL AX
+	KMOVW AX, K1
+copyrow:
+	VMOVUPS.Z (SI), K1, Z0
+	VMOVUPS Z0, (DI)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	DECQ DX
+	JNZ copyrow
 	VZEROUPPER
 	RET

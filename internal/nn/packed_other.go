@@ -2,8 +2,14 @@
 
 package nn
 
-func panel16(out []float32, ldc int, xp, panel []float32, k, nr int) {
-	panel16Generic(out, ldc, xp, panel, k, nr)
+// ownGemm routes Gemm to gemmPacked instead of the BLAS: never in the
+// portable build, whose Go kernels are no faster than gonum's.
+const ownGemm = false
+
+func panel16(out []float32, ldc int, xp, panel []float32, ldw, k, nr int) {
+	panel16Generic(out, ldc, xp, panel, ldw, k, nr)
 }
 
-func packRows(xp, in []float32, nr, k int) { packRowsGeneric(xp, in, nr, k) }
+func packCols(dst, src []float32, ld, cols, k int) { packColsGeneric(dst, src, ld, cols, k) }
+
+func packRows(xp, in []float32, ld, nr, k int) { packRowsGeneric(xp, in, ld, nr, k) }

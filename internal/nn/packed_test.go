@@ -56,30 +56,65 @@ func TestMatMulPackedMatchesNaive(t *testing.T) {
 	SetParallelism(1)
 }
 
-// TestPackRows checks packRows (the AVX-512 gather where the CPU has it)
-// and packRowsGeneric against their definition, xp[p*16+i] = in[i*K+p] for
-// the nr rows given and 0 in the other row slots, over a scratch slice
-// full of NaNs.
+// TestPackRows checks packRows (the AVX-512 transposes where the CPU has
+// them) and packRowsGeneric against their definition, xp[p*16+i] =
+// in[i*ld+p] for the nr rows given and 0 in the other row slots, over a
+// scratch slice full of NaNs, with rows as long as k and longer.
 func TestPackRows(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 22))
 	nan := float32(math.NaN())
 	for _, k := range []int{1, 3, 16, 17, 512, 2049} {
-		for nr := 1; nr <= PanelWidth; nr++ {
-			in := randSlice(r, nr*k, 1)
-			for name, pack := range map[string]func(xp, in []float32, nr, k int){"packRows": packRows, "packRowsGeneric": packRowsGeneric} {
-				xp := make([]float32, k*PanelWidth)
-				for i := range xp {
-					xp[i] = nan
-				}
-				pack(xp, in, nr, k)
-				for p := 0; p < k; p++ {
-					for i := 0; i < PanelWidth; i++ {
-						want := float32(0)
-						if i < nr {
-							want = in[i*k+p]
+		for _, ld := range []int{k, k + 5} {
+			for nr := 1; nr <= PanelWidth; nr++ {
+				in := randSlice(r, (nr-1)*ld+k, 1)
+				for name, pack := range map[string]func(xp, in []float32, ld, nr, k int){"packRows": packRows, "packRowsGeneric": packRowsGeneric} {
+					xp := make([]float32, k*PanelWidth)
+					for i := range xp {
+						xp[i] = nan
+					}
+					pack(xp, in, ld, nr, k)
+					for p := 0; p < k; p++ {
+						for i := 0; i < PanelWidth; i++ {
+							want := float32(0)
+							if i < nr {
+								want = in[i*ld+p]
+							}
+							if got := xp[p*PanelWidth+i]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s, k %d, stride %d, %d rows: xp[%d*16+%d] = %g, want %g", name, k, ld, nr, p, i, got, want)
+							}
 						}
-						if got := xp[p*PanelWidth+i]; math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("%s, k %d, %d rows: xp[%d*16+%d] = %g, want %g", name, k, nr, p, i, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPackCols checks packCols and packColsGeneric against their
+// definition, dst[p*16+j] = src[p*ld+j] for the cols given and 0 in the
+// other slots, over a scratch slice full of NaNs.
+func TestPackCols(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	nan := float32(math.NaN())
+	for _, k := range []int{1, 3, 257} {
+		for _, ld := range []int{16, 41} {
+			for cols := 1; cols <= PanelWidth; cols++ {
+				src := randSlice(r, (k-1)*ld+cols, 1)
+				for name, pack := range map[string]func(dst, src []float32, ld, cols, k int){"packCols": packCols, "packColsGeneric": packColsGeneric} {
+					dst := make([]float32, k*PanelWidth)
+					for i := range dst {
+						dst[i] = nan
+					}
+					pack(dst, src, ld, cols, k)
+					for p := 0; p < k; p++ {
+						for j := 0; j < PanelWidth; j++ {
+							want := float32(0)
+							if j < cols {
+								want = src[p*ld+j]
+							}
+							if got := dst[p*PanelWidth+j]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s, k %d, stride %d, %d columns: dst[%d*16+%d] = %g, want %g", name, k, ld, cols, p, j, got, want)
+							}
 						}
 					}
 				}
@@ -184,11 +219,11 @@ func BenchmarkPackRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, k := range []int{512, 2048} {
 		in, xp := randSlice(r, PanelWidth*k, 1), make([]float32, k*PanelWidth)
-		for name, pack := range map[string]func(xp, in []float32, nr, k int){"packRows": packRows, "go": packRowsGeneric} {
+		for name, pack := range map[string]func(xp, in []float32, ld, nr, k int){"packRows": packRows, "go": packRowsGeneric} {
 			b.Run(fmt.Sprintf("k%d/%s", k, name), func(b *testing.B) {
 				b.SetBytes(int64(4 * len(xp)))
 				for b.Loop() {
-					pack(xp, in, PanelWidth, k)
+					pack(xp, in, k, PanelWidth, k)
 				}
 			})
 		}

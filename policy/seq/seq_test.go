@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-
-	"github.com/ttmrobot/ttm/internal/nn"
 )
 
 // Tests every model runs through the same suite, table-driven over Names().
@@ -224,15 +222,8 @@ func TestRunnersPackWeights(t *testing.T) {
 
 func TestRunnerStepAllocatesNothing(t *testing.T) {
 	// At the small size, from a warm State, within MaxSteps (128) for the
-	// models whose State grows. In the purego build gonum's Sgemm starts
-	// goroutines (allocating) for products of four or more 64x64 blocks,
-	// which the window and causal models' attention reaches; the claim
-	// for them is the OpenBLAS build's.
+	// models whose State grows.
 	for _, name := range Names() {
-		if nn.Backend() != "openblas" && (name == "window" || name == "causal") {
-			t.Logf("%s: not checked with the %s BLAS", name, nn.Backend())
-			continue
-		}
 		c, err := Preset(name, "small")
 		if err != nil {
 			t.Fatal(err)
