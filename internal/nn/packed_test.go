@@ -229,3 +229,29 @@ func BenchmarkPackRows(b *testing.B) {
 		}
 	}
 }
+
+// smallestNormal is a variable so that the compiler cannot fold its half.
+var smallestNormal = float32(1.1754944e-38)
+
+// TestPanelFlushesDenormals: the AVX-512 kernel treats denormal inputs as
+// zero and flushes denormal results to zero, and leaves the thread's
+// floating-point mode as it found it.
+func TestPanelFlushesDenormals(t *testing.T) {
+	if !hasAVX512 || !ownGemm {
+		t.Skip("the portable kernel computes denormals")
+	}
+	// One row, two terms: out[j] = xp[0]·panel[j] + xp[16]·panel[16+j].
+	xp, panel := make([]float32, 2*PanelWidth), make([]float32, 2*PanelWidth)
+	out := make([]float32, PanelWidth)
+	xp[0], xp[PanelWidth] = 1, 1e-20
+	panel[0] = 1e-39            // a denormal weight
+	panel[PanelWidth+1] = 1e-20 // 1e-20·1e-20: a denormal product
+	panel[2] = 3
+	panel16(out, PanelWidth, xp, panel, PanelWidth, 2, 1)
+	if out[0] != 0 || out[1] != 0 || out[2] != 3 {
+		t.Errorf("got %g, %g, %g; want 0, 0, 3", out[0], out[1], out[2])
+	}
+	if half := smallestNormal * 0.5; half == 0 {
+		t.Error("after the kernel, Go arithmetic flushes denormals: the mode was not restored")
+	}
+}
