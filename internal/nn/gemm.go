@@ -63,13 +63,15 @@ func gemmPacked(transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 		for j0 := 0; j0 < n; j0 += gemmNC {
 			nb := min(gemmNC, n-j0)
 			// Pack op(B)[p0:p0+kb, j0:j0+nb] as panels (kb, 16).
-			for jp := 0; jp < nb && !inPlace; jp += PanelWidth {
-				cols := min(PanelWidth, nb-jp)
-				panel := s.b[jp*kb : jp*kb+kb*PanelWidth]
-				if transB { // op(B)[p][j] = B[j*ldb+p]
-					packRows(panel, b[(j0+jp)*ldb+p0:], ldb, cols, kb)
-				} else {
-					packCols(panel, b[p0*ldb+j0+jp:], ldb, cols, kb)
+			if !inPlace {
+				for jp := 0; jp < nb; jp += PanelWidth {
+					cols := min(PanelWidth, nb-jp)
+					panel := s.b[jp*kb : jp*kb+kb*PanelWidth]
+					if transB { // op(B)[p][j] = B[j*ldb+p]
+						packRows(panel, b[(j0+jp)*ldb+p0:], ldb, cols, kb)
+					} else {
+						packCols(panel, b[p0*ldb+j0+jp:], ldb, cols, kb)
+					}
 				}
 			}
 			for i0 := 0; i0 < m; i0 += PanelWidth {

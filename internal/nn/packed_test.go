@@ -56,64 +56,44 @@ func TestMatMulPackedMatchesNaive(t *testing.T) {
 	SetParallelism(1)
 }
 
-// TestPackRows checks packRows (the AVX-512 transposes where the CPU has
-// them) and packRowsGeneric against their definition, xp[p*16+i] =
-// in[i*ld+p] for the nr rows given and 0 in the other row slots, over a
-// scratch slice full of NaNs, with rows as long as k and longer.
-func TestPackRows(t *testing.T) {
+// TestPackers checks the two ways products pack 16 rows or columns into
+// (k, 16) blocks, each as built for this CPU and as the Go loop, against
+// their definitions over a scratch slice full of NaNs, with strides as
+// short as allowed and longer: packRows, xp[p*16+i] = in[i*ld+p] for the
+// nr rows given; packCols, dst[p*16+j] = src[p*ld+j] for the cols given;
+// 0 in the other slots.
+func TestPackers(t *testing.T) {
+	type packer func(dst, src []float32, ld, count, k int)
 	r := rand.New(rand.NewPCG(21, 22))
 	nan := float32(math.NaN())
-	for _, k := range []int{1, 3, 16, 17, 512, 2049} {
-		for _, ld := range []int{k, k + 5} {
-			for nr := 1; nr <= PanelWidth; nr++ {
-				in := randSlice(r, (nr-1)*ld+k, 1)
-				for name, pack := range map[string]func(xp, in []float32, ld, nr, k int){"packRows": packRows, "packRowsGeneric": packRowsGeneric} {
-					xp := make([]float32, k*PanelWidth)
-					for i := range xp {
-						xp[i] = nan
-					}
-					pack(xp, in, ld, nr, k)
-					for p := 0; p < k; p++ {
-						for i := 0; i < PanelWidth; i++ {
-							want := float32(0)
-							if i < nr {
-								want = in[i*ld+p]
-							}
-							if got := xp[p*PanelWidth+i]; math.Float32bits(got) != math.Float32bits(want) {
-								t.Fatalf("%s, k %d, stride %d, %d rows: xp[%d*16+%d] = %g, want %g", name, k, ld, nr, p, i, got, want)
-							}
+	for _, tc := range []struct {
+		name          string
+		pack, generic packer
+		at            func(ld, slot, p int) int // src index of dst[p*16+slot]
+		strides       func(k int) []int
+	}{
+		{"packRows", packRows, packRowsGeneric, func(ld, i, p int) int { return i*ld + p }, func(k int) []int { return []int{k, k + 5} }},
+		{"packCols", packCols, packColsGeneric, func(ld, j, p int) int { return p*ld + j }, func(int) []int { return []int{PanelWidth, 41} }},
+	} {
+		for _, k := range []int{1, 3, 16, 17, 257, 512, 2049} {
+			for _, ld := range tc.strides(k) {
+				for count := 1; count <= PanelWidth; count++ {
+					src := randSlice(r, tc.at(ld, count-1, k-1)+1, 1)
+					for name, pack := range map[string]packer{tc.name: tc.pack, tc.name + "Generic": tc.generic} {
+						dst := make([]float32, k*PanelWidth)
+						for i := range dst {
+							dst[i] = nan
 						}
-					}
-				}
-			}
-		}
-	}
-}
-
-// TestPackCols checks packCols and packColsGeneric against their
-// definition, dst[p*16+j] = src[p*ld+j] for the cols given and 0 in the
-// other slots, over a scratch slice full of NaNs.
-func TestPackCols(t *testing.T) {
-	r := rand.New(rand.NewPCG(23, 24))
-	nan := float32(math.NaN())
-	for _, k := range []int{1, 3, 257} {
-		for _, ld := range []int{16, 41} {
-			for cols := 1; cols <= PanelWidth; cols++ {
-				src := randSlice(r, (k-1)*ld+cols, 1)
-				for name, pack := range map[string]func(dst, src []float32, ld, cols, k int){"packCols": packCols, "packColsGeneric": packColsGeneric} {
-					dst := make([]float32, k*PanelWidth)
-					for i := range dst {
-						dst[i] = nan
-					}
-					pack(dst, src, ld, cols, k)
-					for p := 0; p < k; p++ {
-						for j := 0; j < PanelWidth; j++ {
-							want := float32(0)
-							if j < cols {
-								want = src[p*ld+j]
-							}
-							if got := dst[p*PanelWidth+j]; math.Float32bits(got) != math.Float32bits(want) {
-								t.Fatalf("%s, k %d, stride %d, %d columns: dst[%d*16+%d] = %g, want %g", name, k, ld, cols, p, j, got, want)
+						pack(dst, src, ld, count, k)
+						for p := 0; p < k; p++ {
+							for slot := 0; slot < PanelWidth; slot++ {
+								want := float32(0)
+								if slot < count {
+									want = src[tc.at(ld, slot, p)]
+								}
+								if got := dst[p*PanelWidth+slot]; math.Float32bits(got) != math.Float32bits(want) {
+									t.Fatalf("%s, k %d, stride %d, %d packed: dst[%d*16+%d] = %g, want %g", name, k, ld, count, p, slot, got, want)
+								}
 							}
 						}
 					}
