@@ -953,7 +953,9 @@ func depthwiseAttributes(x *graphIndex, n *onnx.Node) []*onnx.Attribute {
 //     squeeze-excitation scale: inputs a and s, attribute scale 1;
 //   - a TTMSwish after it: attribute activation "swish";
 //   - an Add(y, r) after that with r of y's shape, computed before the
-//     Conv: input r, attribute residual 1.
+//     Conv: input r, attribute residual 1;
+//   - FiLM after that, Add(Mul(y, g), b) with g and b computed, of shape
+//     (N, M, 1, 1): inputs g and b, attribute film 1.
 //
 // Convs over a single pixel (the excitation's own) stay with OpenCV: the
 // layer's tiles are 32 pixels wide.
@@ -977,7 +979,8 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		return nil
 	}
 	dead := map[*onnx.Node]bool{}
-	count, scaled, swished, added := 0, 0, 0, 0
+	movedTo := map[*onnx.Node]*onnx.Node{} // a fused FiLM's Add -> the node that takes its place
+	count, scaled, swished, added, filmed := 0, 0, 0, 0, 0
 	first := ""
 	for i, n := range x.g.Nodes {
 		if !isPointwiseConv(x, n) {
@@ -1021,6 +1024,22 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 				added++
 			}
 		}
+		// FiLM after the block: Add(Mul(out, γ'), β) with γ' and β
+		// computed (N, M, 1, 1), possibly after the Conv (the node then
+		// takes the Add's place).
+		perChannel := func(v string) bool {
+			return x.consts[v] == nil && slices.Equal(x.shapes[v], []int64{shape[0], shape[1], 1, 1})
+		}
+		if mul := only(out); mul != nil && mul.OpType == "Mul" && len(mul.Inputs) == 2 && len(mul.Outputs) == 1 && !dead[mul] && mul.Inputs[0] == out && perChannel(mul.Inputs[1]) {
+			if add := only(mul.Outputs[0]); add != nil && add.OpType == "Add" && len(add.Inputs) == 2 && len(add.Outputs) == 1 && !dead[add] && add.Inputs[0] == mul.Outputs[0] && perChannel(add.Inputs[1]) {
+				out = add.Outputs[0]
+				extra = append(extra, mul.Inputs[1], add.Inputs[1])
+				attrs = append(attrs, onnx.IntAttr("film", 1))
+				dead[mul], dead[add] = true, true
+				movedTo[add] = n
+				filmed++
+			}
+		}
 		n.OpType = opts.PointwiseOp
 		n.Attributes = attrs
 		if len(n.Inputs) == 3 && n.Inputs[2] == "" {
@@ -1033,11 +1052,26 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		}
 		count++
 	}
+	if len(movedTo) > 0 {
+		moved := map[*onnx.Node]bool{}
+		for _, n := range movedTo {
+			moved[n] = true
+		}
+		nodes := make([]*onnx.Node, 0, len(x.g.Nodes))
+		for _, n := range x.g.Nodes {
+			if m := movedTo[n]; m != nil {
+				nodes = append(nodes, m)
+			} else if !moved[n] {
+				nodes = append(nodes, n)
+			}
+		}
+		x.g.Nodes = nodes
+	}
 	removeNodes(x.g, dead)
 	if count == 0 {
 		return nil, nil
 	}
-	return []Rewrite{{RewritePointwise, first, fmt.Sprintf("%d 1x1 Conv nodes to %s layers, with %d excitation scales, %d swishes and %d residual additions fused", count, opts.PointwiseOp, scaled, swished, added)}}, nil
+	return []Rewrite{{RewritePointwise, first, fmt.Sprintf("%d 1x1 Conv nodes to %s layers, with %d excitation scales, %d swishes, %d residual additions and %d FiLMs fused", count, opts.PointwiseOp, scaled, swished, added, filmed)}}, nil
 }
 
 // isPointwiseConv reports whether n is a Conv the TTMPointwise layer runs.

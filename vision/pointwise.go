@@ -6,8 +6,9 @@ import "fmt"
 // this package's pointwise layer, registered with OpenCV by the shim
 // (pointwise_cv.cpp). A node of this type reads the input (N, K, H, W),
 // the initializers weights (M, K, 1, 1) and bias (M, optional), then the
-// computed scale (N, K, 1, 1) if the attribute scale is 1 and the
-// residual (N, M, H, W) if the attribute residual is 1, and has the
+// computed scale (N, K, 1, 1) if the attribute scale is 1, the residual
+// (N, M, H, W) if the attribute residual is 1 and FiLM's multiplier and
+// shift (N, M, 1, 1 each) if the attribute film is 1, and has the
 // attribute activation ("swish" or "none"/absent).
 const PointwiseOp = "TTMPointwise"
 

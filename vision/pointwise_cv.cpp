@@ -1,16 +1,18 @@
 // TTMPointwise: 1x1 convolution as an OpenCV DNN layer, with the swish
-// after it, the squeeze-excitation scale before it and the residual
-// addition after it fused in. EfficientNet spends most of its arithmetic in
-// these convolutions (the expansions and projections of the MBConv blocks
-// and the head), and OpenCV 4.6 runs them as separate passes: the
-// convolution, then the Scale of the excitation, then the Eltwise of the
-// residual. The backbone rewrites them into this layer (pointwiseConvs in
-// onnxcheck_rewrite.go).
+// after it, the squeeze-excitation scale before it, and the residual
+// addition and FiLM after it fused in. EfficientNet spends most of its
+// arithmetic in these convolutions (the expansions and projections of the
+// MBConv blocks and the head), and OpenCV 4.6 runs them as separate
+// passes: the convolution, then the Scale of the excitation, then the
+// Eltwise of the residual, then FiLM's two Scales. The backbone rewrites
+// them into this layer (pointwiseConvs in onnxcheck_rewrite.go).
 //
 // Shapes: input x (N, K, H, W); optional scale s (N, K, 1, 1) (attribute
 // scale = 1); optional residual r (N, M, H, W) (attribute residual = 1);
-// weights (M, K, 1, 1), bias (M); output
-//   y[m, p] = act(bias[m] + sum_k w[m, k] * s[k] * x[k, p]) + r[m, p]
+// optional FiLM multiplier g and shift f (N, M, 1, 1 each) (attribute
+// film = 1); weights (M, K, 1, 1), bias (M); output
+//   y[m, p] = (act(bias[m] + sum_k w[m, k] * s[k] * x[k, p]) + r[m, p])
+//             * g[m] + f[m]
 // over the pixels p = 0 .. H*W-1, act swish or the identity (attribute
 // activation).
 //
@@ -54,7 +56,8 @@ constexpr int NR = 32;  // columns (pixels) of a tile
 
 // One tile's operands: rows x cols of y at y (row stride ldy), from the
 // packed panel a (k x MR), the packed pixels b (k x NR) and the bias
-// (MR values); r, if not null, is added after the activation (stride ldy).
+// (MR values); r, if not null, is added after the activation (stride ldy);
+// then, if g is not null, each row i is multiplied by g[i] and f[i] added.
 struct tile {
     const float* a;
     const float* b;
@@ -62,6 +65,8 @@ struct tile {
     int k, rows, cols, ldy;
     float* y;
     const float* r;
+    const float* g;
+    const float* f;
     bool swish;
 };
 
@@ -139,7 +144,8 @@ void tile_generic(const tile& t) {
             ttm_swish(acc[i], acc[i], t.cols);
         }
         for (int j = 0; j < t.cols; j++) {
-            y[j] = acc[i][j] + (t.r ? t.r[(size_t)i * t.ldy + j] : 0.f);
+            const float v = acc[i][j] + (t.r ? t.r[(size_t)i * t.ldy + j] : 0.f);
+            y[j] = t.g ? v * t.g[i] + t.f[i] : v;
         }
     }
 }
@@ -240,6 +246,12 @@ __attribute__((target("avx512f"))) void tile_avx512(const tile& t) {
             v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, t.r + o));
             v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, t.r + o + 16));
         }
+        if (t.g) {
+            // A multiply, then an add, as OpenCV's Scale layers compute FiLM.
+            const __m512 g = _mm512_set1_ps(t.g[i]), f = _mm512_set1_ps(t.f[i]);
+            v0 = _mm512_add_ps(_mm512_mul_ps(v0, g), f);
+            v1 = _mm512_add_ps(_mm512_mul_ps(v1, g), f);
+        }
         _mm512_mask_storeu_ps(t.y + o, m0, v0);
         _mm512_mask_storeu_ps(t.y + o + 16, m1, v1);
     }
@@ -308,8 +320,9 @@ public:
         }
         scale_ = p.get<int>("scale", 0) != 0;
         residual_ = p.get<int>("residual", 0) != 0;
-        if (conv_ && (scale_ || residual_)) {
-            TTM_LAYER_FAIL("has no scale or residual");
+        film_ = p.get<int>("film", 0) != 0;
+        if (conv_ && (scale_ || residual_ || film_)) {
+            TTM_LAYER_FAIL("has no scale, residual or FiLM");
         }
         pack_weights();
     }
@@ -323,7 +336,7 @@ public:
     bool getMemoryShapes(const std::vector<cv::dnn::MatShape>& inputs, const int,
                          std::vector<cv::dnn::MatShape>& outputs,
                          std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
-        const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0);
+        const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0) + (film_ ? 2 : 0);
         if (inputs.size() != want) {
             TTM_LAYER_FAIL("has " << inputs.size() << " computed inputs, want " << want);
         }
@@ -342,8 +355,12 @@ public:
         if (scale_ && inputs[1] != cv::dnn::MatShape{in[0], k_, 1, 1}) {
             TTM_LAYER_FAIL("scale is not (N, " << k_ << ", 1, 1)");
         }
-        if (residual_ && inputs.back() != out) {
+        if (residual_ && inputs[1 + scale_] != out) {
             TTM_LAYER_FAIL("residual is not (N, " << m_ << ", H, W)");
+        }
+        if (film_ && (inputs[want - 2] != cv::dnn::MatShape{in[0], m_, 1, 1} ||
+                      inputs[want - 1] != cv::dnn::MatShape{in[0], m_, 1, 1})) {
+            TTM_LAYER_FAIL("FiLM's multiplier and shift are not (N, " << m_ << ", 1, 1)");
         }
         outputs.assign(1, out);
         return false;
@@ -354,7 +371,7 @@ public:
         std::vector<cv::Mat> inputs, outputs;
         in_arr.getMatVector(inputs);
         out_arr.getMatVector(outputs);
-        CV_Assert(outputs.size() == 1 && inputs.size() == 1 + (size_t)scale_ + (size_t)residual_);
+        CV_Assert(outputs.size() == 1 && inputs.size() == 1 + (size_t)scale_ + (size_t)residual_ + 2 * (size_t)film_);
         for (const cv::Mat& m : inputs) {
             CV_Assert(m.type() == CV_32F && m.isContinuous() && m.dims == 4);
         }
@@ -374,13 +391,16 @@ public:
         for (int n = 0; n < batch; n++) {
             const float* xn = x.ptr<float>() + (size_t)n * c_ * g.h * g.w;
             const float* sn = scale_ ? inputs[1].ptr<float>() + (size_t)n * k_ : nullptr;
-            const float* rn = residual_ ? inputs.back().ptr<float>() + (size_t)n * m_ * pixels : nullptr;
+            const float* rn = residual_ ? inputs[1 + scale_].ptr<float>() + (size_t)n * m_ * pixels : nullptr;
+            const float* gn = film_ ? inputs[inputs.size() - 2].ptr<float>() + (size_t)n * m_ : nullptr;
+            const float* fn = film_ ? inputs.back().ptr<float>() + (size_t)n * m_ : nullptr;
             float* yn = y.ptr<float>() + (size_t)n * m_ * pixels;
             auto run = [&](int q, int blk, const float* b) {
                 const int m0 = q * MR, n0 = blk * NR;
                 const size_t o = (size_t)m0 * pixels + n0;
                 ops.tile(tile{a_.data() + (size_t)q * k_ * MR, b, bias_.data() + m0, k_, std::min(MR, m_ - m0),
-                              std::min(NR, pixels - n0), pixels, yn + o, rn ? rn + o : nullptr, swish_});
+                              std::min(NR, pixels - n0), pixels, yn + o, rn ? rn + o : nullptr,
+                              gn ? gn + m0 : nullptr, fn ? fn + m0 : nullptr, swish_});
             };
             auto pack = [&](float* b, int blk) {
                 const int n0 = blk * NR, cols = std::min(NR, pixels - n0);
@@ -473,7 +493,7 @@ private:
     static constexpr int max_shared_blocks = 16;
 
     int m_ = 0, c_ = 0, k_ = 0;  // K = C for 1x1, C*kh*kw for TTMConv
-    bool swish_ = false, scale_ = false, residual_ = false, conv_ = false;
+    bool swish_ = false, scale_ = false, residual_ = false, film_ = false, conv_ = false;
     geometry g_{};  // TTMConv's kernel, strides, top and left pads
     int pb_ = 0, pr_ = 0;
     std::vector<float> a_, bias_;

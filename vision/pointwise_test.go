@@ -18,14 +18,15 @@ type pwCase struct {
 	bias, swish       bool
 	scale, residual   bool
 	residualAfterConv bool // the residual's producer comes after the Conv
+	film              bool
 }
 
 // pwWeights holds a case's constants: W (M, K), B (M), the residual's
-// 3x3 convolution R (M, K, 3, 3).
-type pwWeights struct{ w, b, r []float32 }
+// 3x3 convolution R (M, K, 3, 3), FiLM's F and G (M, K).
+type pwWeights struct{ w, b, r, f, g []float32 }
 
 func (c pwCase) weights(r *rand.Rand) pwWeights {
-	p := pwWeights{w: randSlice32(r, c.m*c.k), r: randSlice32(r, c.m*c.k*9)}
+	p := pwWeights{w: randSlice32(r, c.m*c.k), r: randSlice32(r, c.m*c.k*9), f: randSlice32(r, c.m*c.k), g: randSlice32(r, c.m*c.k)}
 	if c.bias {
 		p.b = randSlice32(r, c.m)
 	}
@@ -37,7 +38,11 @@ func (c pwCase) weights(r *rand.Rand) pwWeights {
 //	s = Sigmoid(GlobalAveragePool(x))         if scale
 //	z = Conv1x1(scale ? Mul(x, s) : x, W, B)
 //	z = z * Sigmoid(z)                          if swish
-//	y = z + Conv3x3(x, R)                       if residual
+//	z = z + Conv3x3(x, R)                       if residual
+//	y = z * Conv1x1(GlobalAveragePool(x), F)
+//	      + Conv1x1(GlobalAveragePool(x), G)    if film (FiLM as the exported
+//	                                            graphs have it: computed after
+//	                                            the Conv)
 func (c pwCase) graph(p pwWeights) *onnx.Model {
 	g := newTestGraph(13).input("x", int64(c.n), int64(c.k), int64(c.h), int64(c.w))
 	g.floats("W", p.w, int64(c.m), int64(c.k), 1, 1)
@@ -71,7 +76,17 @@ func (c pwCase) graph(p pwWeights) *onnx.Model {
 		if c.residualAfterConv {
 			residual()
 		}
-		g.node("Add", []string{out, "r"}, "y")
+		g.node("Add", []string{out, "r"}, "zr")
+		out = "zr"
+	}
+	if c.film {
+		g.floats("F", p.f, int64(c.m), int64(c.k), 1, 1)
+		g.floats("G", p.g, int64(c.m), int64(c.k), 1, 1)
+		g.node("GlobalAveragePool", []string{"x"}, "gx")
+		g.node("Conv", []string{"gx", "F"}, "fm", onnx.IntsAttr("kernel_shape", 1, 1))
+		g.node("Conv", []string{"gx", "G"}, "fa", onnx.IntsAttr("kernel_shape", 1, 1))
+		g.node("Mul", []string{out, "fm"}, "zm")
+		g.node("Add", []string{"zm", "fa"}, "y")
 	} else {
 		g.node("Identity", []string{out}, "y")
 	}
@@ -85,15 +100,15 @@ func (c pwCase) naive(x []float32, p pwWeights) []float64 {
 	y := make([]float64, c.n*c.m*hw)
 	for b := 0; b < c.n; b++ {
 		xb := x[b*c.k*hw : (b+1)*c.k*hw]
-		s := make([]float64, c.k)
+		s, means := make([]float64, c.k), make([]float64, c.k)
 		for k := range s {
+			for _, v := range xb[k*hw : (k+1)*hw] {
+				means[k] += float64(v)
+			}
+			means[k] /= float64(hw)
 			s[k] = 1
 			if c.scale {
-				mean := 0.0
-				for _, v := range xb[k*hw : (k+1)*hw] {
-					mean += float64(v)
-				}
-				s[k] = 1 / (1 + math.Exp(-mean/float64(hw)))
+				s[k] = 1 / (1 + math.Exp(-means[k]))
 			}
 		}
 		for m := 0; m < c.m; m++ {
@@ -120,6 +135,14 @@ func (c pwCase) naive(x []float32, p pwWeights) []float64 {
 							}
 						}
 					}
+				}
+				if c.film {
+					fm, fa := 0.0, 0.0
+					for k := 0; k < c.k; k++ {
+						fm += float64(p.f[m*c.k+k]) * means[k]
+						fa += float64(p.g[m*c.k+k]) * means[k]
+					}
+					z = z*fm + fa
 				}
 				y[(b*c.m+m)*hw+i] = z
 			}
@@ -149,17 +172,17 @@ func TestPointwiseNaiveHandComputed(t *testing.T) {
 // and the TTMPointwise layer, with every kernel set the CPU runs, against
 // pwCase.naive: pixel counts around the 16- and 32-wide tiles, channel
 // counts that are not multiples of the 8-row panels, a batch of 2, and
-// every combination of bias, swish, excitation scale and residual.
+// every combination of bias, swish, excitation scale, residual and FiLM.
 func TestPointwiseLayerMatchesNaive(t *testing.T) {
 	var cases []pwCase
 	sizes := []struct{ k, m, h, w int }{
 		{1, 1, 1, 2}, {3, 7, 1, 15}, {17, 9, 4, 4}, {8, 8, 7, 7}, {40, 24, 5, 13}, {5, 100, 3, 11}, {200, 17, 9, 9}, {16, 33, 8, 16},
 	}
 	for i, s := range sizes {
-		for f := 0; f < 16; f++ {
+		for f := 0; f < 32; f++ {
 			c := pwCase{n: 1 + (i+f)%3/2, k: s.k, m: s.m, h: s.h, w: s.w,
-				bias: f&1 != 0, swish: f&2 != 0, scale: f&4 != 0, residual: f&8 != 0}
-			c.name = fmt.Sprintf("%dx%dx%dx%d-to-%d-bias=%v-swish=%v-scale=%v-residual=%v", c.n, c.k, c.h, c.w, c.m, c.bias, c.swish, c.scale, c.residual)
+				bias: f&1 != 0, swish: f&2 != 0, scale: f&4 != 0, residual: f&8 != 0, film: f&16 != 0}
+			c.name = fmt.Sprintf("%dx%dx%dx%d-to-%d-bias=%v-swish=%v-scale=%v-residual=%v-film=%v", c.n, c.k, c.h, c.w, c.m, c.bias, c.swish, c.scale, c.residual, c.film)
 			cases = append(cases, c)
 		}
 	}
@@ -203,6 +226,16 @@ func TestPointwiseRewriteSelects(t *testing.T) {
 	}{
 		{"everything fused", all, nil, fast, "Conv GlobalAveragePool Sigmoid TTMPointwise",
 			"scale=1 activation=swish residual=1 [x W B s r]"},
+		{"FiLM computed after the Conv", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, residual: true, film: true}, nil, fast,
+			"Conv GlobalAveragePool Conv Conv TTMPointwise", "residual=1 film=1 [x W r fm fa]"},
+		{"FiLM's multiplier a constant", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, film: true}, func(m *onnx.Model) {
+			m.Graph.Initializers = append(m.Graph.Initializers, onnx.FloatTensor("c", make([]float32, 6), 1, 6, 1, 1))
+			for _, n := range m.Graph.Nodes {
+				if n.OpType == "Mul" {
+					n.Inputs[1] = "c"
+				}
+			}
+		}, fast, "TTMPointwise GlobalAveragePool Conv Mul Add", " [x W]"},
 		{"bare", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5}, nil, fast, "TTMPointwise", " [x W]"},
 		{"off", all, nil, PrepareOptions{SwishOp: "TTMSwish"}, "Conv GlobalAveragePool Sigmoid Mul Conv TTMSwish Add", ""},
 		{"one pixel stays with OpenCV", pwCase{n: 1, k: 4, m: 6, h: 1, w: 1, swish: true}, nil, fast, "Conv TTMSwish", ""},
@@ -297,9 +330,11 @@ func TestPointwiseLayerRejects(t *testing.T) {
 		{"scale missing", build(w, []string{"x", "W"}, onnx.IntAttr("scale", 1)), "has 1 computed inputs, want 2"},
 		{"scale of the wrong size", build(onnx.FloatTensor("W", make([]float32, 10), 2, 5, 1, 1), []string{"x", "W", "s"}, onnx.IntAttr("scale", 1)), "input is not (N, 5, H, W)"},
 		{"residual of the wrong shape", build(w, []string{"x", "W", "x"}, onnx.IntAttr("residual", 1)), "residual is not (N, 2, H, W)"},
+		{"FiLM's shift missing", build(w, []string{"x", "W", "s"}, onnx.IntAttr("film", 1)), "has 2 computed inputs, want 3"},
+		{"FiLM of the wrong size", build(w, []string{"x", "W", "s", "s"}, onnx.IntAttr("film", 1)), "FiLM's multiplier and shift are not (N, 2, 1, 1)"},
 		{"conv opens", buildOp(ConvOp, w3, []string{"x", "W", "B"}, onnx.IntsAttr("kernel", 3, 3), onnx.IntsAttr("pads", 1, 1, 1, 1)), ""},
 		{"conv kernel disagrees", buildOp(ConvOp, w3, []string{"x", "W"}, onnx.IntsAttr("kernel", 2, 2)), "kernel 2x2 does not match"},
-		{"conv with a scale", buildOp(ConvOp, w3, []string{"x", "W", "s"}, onnx.IntsAttr("kernel", 3, 3), onnx.IntAttr("scale", 1)), "has no scale or residual"},
+		{"conv with a scale", buildOp(ConvOp, w3, []string{"x", "W", "s"}, onnx.IntsAttr("kernel", 3, 3), onnx.IntAttr("scale", 1)), "has no scale, residual or FiLM"},
 		{"conv larger than its input", buildOp(ConvOp, onnx.FloatTensor("W", make([]float32, 150), 2, 3, 5, 5), []string{"x", "W"}, onnx.IntsAttr("kernel", 5, 5)), "smaller than the kernel"},
 	}
 	for _, c := range cases {
@@ -331,7 +366,7 @@ func TestPointwiseModeChecked(t *testing.T) {
 // the unfused graph in OpenCV's own layers: the features must agree to
 // 1e-4 of their largest value on synthetic images and photographs, and
 // every 1x1 convolution must be a TTMPointwise layer with the excitation
-// scale, swish and residual fused, or part of a TTMExcitation gate.
+// scale, swish, residual and FiLM fused, or part of a TTMExcitation gate.
 func TestPointwiseBackbones(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates B0 and B3")
@@ -363,8 +398,12 @@ func TestPointwiseBackbones(t *testing.T) {
 			unfused.Swish, unfused.Depthwise, unfused.Pointwise = SwishUnfused, DepthwiseOpenCV, PointwiseOpenCV
 			ref := openTest(t, unfused)
 			b := openTest(t, spec)
-			want := fmt.Sprintf("%d 1x1 Conv nodes to TTMPointwise layers, with %d excitation scales, %d swishes and %d residual additions fused",
-				c.n, c.blocks, c.expansions+1, c.residuals)
+			films := 0
+			if c.cfg.FiLMDim > 0 {
+				films = c.blocks
+			}
+			want := fmt.Sprintf("%d 1x1 Conv nodes to TTMPointwise layers, with %d excitation scales, %d swishes, %d residual additions and %d FiLMs fused",
+				c.n, c.blocks, c.expansions+1, c.residuals, films)
 			if !hasRewrite(b.Rewrites(), RewritePointwise, want) {
 				t.Errorf("rewrites %v, want %q", b.Rewrites(), want)
 			}
@@ -384,13 +423,8 @@ func TestPointwiseBackbones(t *testing.T) {
 				}
 			}
 			types := layerTypes(b.LayerTimings())
-			// Left to OpenCV: FiLM's Mul and Add after each block.
-			scales := 0
-			if c.cfg.FiLMDim > 0 {
-				scales = 2 * c.blocks
-			}
-			if types[PointwiseOp] != c.n-c.fused || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 || types["Scale"] != scales {
-				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution, %d Scale", types, c.n-c.fused, c.blocks, scales)
+			if types[PointwiseOp] != c.n-c.fused || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 || types["Scale"] != 0 {
+				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution or Scale", types, c.n-c.fused, c.blocks)
 			}
 		})
 	}
