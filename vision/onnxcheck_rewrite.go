@@ -955,7 +955,11 @@ func depthwiseAttributes(x *graphIndex, n *onnx.Node) []*onnx.Attribute {
 //   - an Add(y, r) after that with r of y's shape, computed before the
 //     Conv: input r, attribute residual 1;
 //   - FiLM after that, Add(Mul(y, g), b) with g and b computed, of shape
-//     (N, M, 1, 1): inputs g and b, attribute film 1.
+//     (N, M, 1, 1): inputs g and b, attribute film 1; or, where g and b
+//     are Reshapes of Gemms of one embedding e (N, D) with constant
+//     weights (M, D) and biases (M) (filmGenerator), inputs e, g's weights
+//     and bias, b's weights and bias, attribute film 2: the layer then
+//     computes g and b itself, once for each new embedding.
 //
 // Convs over a single pixel (the excitation's own) stay with OpenCV: the
 // layer's tiles are 32 pixels wide.
@@ -980,7 +984,7 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 	}
 	dead := map[*onnx.Node]bool{}
 	movedTo := map[*onnx.Node]*onnx.Node{} // a fused FiLM's Add -> the node that takes its place
-	count, scaled, swished, added, filmed := 0, 0, 0, 0, 0
+	count, scaled, swished, added, filmed, generated := 0, 0, 0, 0, 0, 0
 	first := ""
 	for i, n := range x.g.Nodes {
 		if !isPointwiseConv(x, n) {
@@ -1033,11 +1037,20 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 		if mul := only(out); mul != nil && mul.OpType == "Mul" && len(mul.Inputs) == 2 && len(mul.Outputs) == 1 && !dead[mul] && mul.Inputs[0] == out && perChannel(mul.Inputs[1]) {
 			if add := only(mul.Outputs[0]); add != nil && add.OpType == "Add" && len(add.Inputs) == 2 && len(add.Outputs) == 1 && !dead[add] && add.Inputs[0] == mul.Outputs[0] && perChannel(add.Inputs[1]) {
 				out = add.Outputs[0]
-				extra = append(extra, mul.Inputs[1], add.Inputs[1])
-				attrs = append(attrs, onnx.IntAttr("film", 1))
 				dead[mul], dead[add] = true, true
 				movedTo[add] = n
 				filmed++
+				gm, rm := filmGenerator(x, mul.Inputs[1], mul)
+				ga, ra := filmGenerator(x, add.Inputs[1], add)
+				if gm != nil && ga != nil && gm.Inputs[0] == ga.Inputs[0] {
+					extra = append(extra, gm.Inputs[0], gm.Inputs[1], gm.Inputs[2], ga.Inputs[1], ga.Inputs[2])
+					attrs = append(attrs, onnx.IntAttr("film", 2))
+					dead[gm], dead[rm], dead[ga], dead[ra] = true, true, true, true
+					generated++
+				} else {
+					extra = append(extra, mul.Inputs[1], add.Inputs[1])
+					attrs = append(attrs, onnx.IntAttr("film", 1))
+				}
 			}
 		}
 		n.OpType = opts.PointwiseOp
@@ -1071,7 +1084,30 @@ func pointwiseConvs(x *graphIndex, opts PrepareOptions) ([]Rewrite, error) {
 	if count == 0 {
 		return nil, nil
 	}
-	return []Rewrite{{RewritePointwise, first, fmt.Sprintf("%d 1x1 Conv nodes to %s layers, with %d excitation scales, %d swishes, %d residual additions and %d FiLMs fused", count, opts.PointwiseOp, scaled, swished, added, filmed)}}, nil
+	return []Rewrite{{RewritePointwise, first, fmt.Sprintf("%d 1x1 Conv nodes to %s layers, with %d excitation scales, %d swishes, %d residual additions and %d FiLMs fused, %d with their coefficients' Gemms", count, opts.PointwiseOp, scaled, swished, added, filmed, generated)}}, nil
+}
+
+// filmGenerator returns the Gemm and Reshape that compute v, a FiLM
+// coefficient read only by user, as e · Wᵀ + c (transB 1, as
+// gemmAttributes leaves every Gemm) with W (M, D) and c (M) constant,
+// each node read only by the next; nil if v is not that.
+func filmGenerator(x *graphIndex, v string, user *onnx.Node) (gemm, reshape *onnx.Node) {
+	reshape = x.producer[v]
+	if reshape == nil || reshape.OpType != "Reshape" || len(reshape.Inputs) != 2 || !x.onlyConsumer(v, user) {
+		return nil, nil
+	}
+	gemm = x.producer[reshape.Inputs[0]]
+	if gemm == nil || gemm.OpType != "Gemm" || len(gemm.Inputs) != 3 || !x.onlyConsumer(reshape.Inputs[0], reshape) ||
+		gemm.AttrInt("transA", 0) != 0 || gemm.AttrInt("transB", 0) != 1 || gemm.Attr("alpha") != nil || gemm.Attr("beta") != nil {
+		return nil, nil
+	}
+	w, c := x.consts[gemm.Inputs[1]], x.consts[gemm.Inputs[2]]
+	e := x.shapes[gemm.Inputs[0]]
+	if w == nil || c == nil || w.DataType != onnx.Float || c.DataType != onnx.Float || len(w.Dims) != 2 ||
+		dimsProduct(c.Dims) != w.Dims[0] || len(e) != 2 || e[1] != w.Dims[1] || x.consts[gemm.Inputs[0]] != nil {
+		return nil, nil
+	}
+	return gemm, reshape
 }
 
 // isPointwiseConv reports whether n is a Conv the TTMPointwise layer runs.

@@ -10,7 +10,11 @@
 // Shapes: input x (N, K, H, W); optional scale s (N, K, 1, 1) (attribute
 // scale = 1); optional residual r (N, M, H, W) (attribute residual = 1);
 // optional FiLM multiplier g and shift f (N, M, 1, 1 each) (attribute
-// film = 1); weights (M, K, 1, 1), bias (M); output
+// film = 1) or the embedding e (N, D) they are computed from (attribute
+// film = 2: g = e · Gᵀ + gb, f = e · Fᵀ + fb, with the constants G, gb,
+// F, fb (M, D), (M), (M, D), (M) after the weights and bias; the layer
+// computes them again only when e changes); weights (M, K, 1, 1), bias
+// (M); output
 //   y[m, p] = (act(bias[m] + sum_k w[m, k] * s[k] * x[k, p]) + r[m, p])
 //             * g[m] + f[m]
 // over the pixels p = 0 .. H*W-1, act swish or the identity (attribute
@@ -276,10 +280,16 @@ class PointwiseLayer CV_FINAL : public cv::dnn::Layer {
 public:
     explicit PointwiseLayer(const cv::dnn::LayerParams& p) {
         setParamsFrom(p);
-        if (blobs.size() != 1 && blobs.size() != 2) {
-            TTM_LAYER_FAIL("has " << blobs.size()
-                           << " constant inputs; it needs the weights (M, K, 1, 1) and optionally the bias (M)");
+        film_ = p.get<int>("film", 0);
+        const size_t gen = film_ == 2 ? 4 : 0;  // FiLM's generator: G, gb, F, fb
+        if (film_ < 0 || film_ > 2) {
+            TTM_LAYER_FAIL("attribute film " << film_ << "; have 0, 1 and 2");
         }
+        if (blobs.size() != 1 + gen && blobs.size() != 2 + gen) {
+            TTM_LAYER_FAIL("has " << blobs.size() << " constant inputs; it needs the weights (M, K, 1, 1), optionally the bias (M)"
+                           << (gen ? ", then FiLM's G (M, D), gb (M), F (M, D), fb (M)" : ""));
+        }
+        bias_blob_ = blobs.size() == 2 + gen;
         const cv::Mat& wt = blobs[0];
         conv_ = type == "TTMConv";
         if (wt.dims != 4 || wt.type() != CV_32F || wt.size[0] < 1 || wt.size[1] < 1 ||
@@ -306,8 +316,18 @@ public:
             pr_ = pads[3];
         }
         k_ = c_ * wt.size[2] * wt.size[3];
-        if (blobs.size() == 2 && (blobs[1].type() != CV_32F || (int)blobs[1].total() != m_)) {
+        if (bias_blob_ && (blobs[1].type() != CV_32F || (int)blobs[1].total() != m_)) {
             TTM_LAYER_FAIL("bias has " << blobs[1].total() << " values, want " << m_ << " float32");
+        }
+        if (gen) {
+            const cv::Mat* g = &blobs[blobs.size() - 4];
+            d_ = g[0].dims == 2 ? g[0].size[1] : 0;
+            for (int i = 0; i < 4; i += 2) {
+                if (g[i].type() != CV_32F || g[i].dims != 2 || g[i].size[0] != m_ || g[i].size[1] != d_ || d_ < 1 ||
+                    g[i + 1].type() != CV_32F || (int)g[i + 1].total() != m_) {
+                    TTM_LAYER_FAIL("FiLM's generator is not float32 (M, D), (M), (M, D), (M) with M = " << m_);
+                }
+            }
         }
         if (p.has("activation") && !p.get("activation").isString()) {
             TTM_LAYER_FAIL("attribute activation must be a string");
@@ -320,7 +340,6 @@ public:
         }
         scale_ = p.get<int>("scale", 0) != 0;
         residual_ = p.get<int>("residual", 0) != 0;
-        film_ = p.get<int>("film", 0) != 0;
         if (conv_ && (scale_ || residual_ || film_)) {
             TTM_LAYER_FAIL("has no scale, residual or FiLM");
         }
@@ -336,7 +355,7 @@ public:
     bool getMemoryShapes(const std::vector<cv::dnn::MatShape>& inputs, const int,
                          std::vector<cv::dnn::MatShape>& outputs,
                          std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
-        const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0) + (film_ ? 2 : 0);
+        const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0) + (film_ == 1 ? 2 : film_ == 2 ? 1 : 0);
         if (inputs.size() != want) {
             TTM_LAYER_FAIL("has " << inputs.size() << " computed inputs, want " << want);
         }
@@ -358,9 +377,12 @@ public:
         if (residual_ && inputs[1 + scale_] != out) {
             TTM_LAYER_FAIL("residual is not (N, " << m_ << ", H, W)");
         }
-        if (film_ && (inputs[want - 2] != cv::dnn::MatShape{in[0], m_, 1, 1} ||
-                      inputs[want - 1] != cv::dnn::MatShape{in[0], m_, 1, 1})) {
+        if (film_ == 1 && (inputs[want - 2] != cv::dnn::MatShape{in[0], m_, 1, 1} ||
+                           inputs[want - 1] != cv::dnn::MatShape{in[0], m_, 1, 1})) {
             TTM_LAYER_FAIL("FiLM's multiplier and shift are not (N, " << m_ << ", 1, 1)");
+        }
+        if (film_ == 2 && inputs.back() != cv::dnn::MatShape{in[0], d_}) {
+            TTM_LAYER_FAIL("FiLM's embedding is not (N, " << d_ << ")");
         }
         outputs.assign(1, out);
         return false;
@@ -371,9 +393,13 @@ public:
         std::vector<cv::Mat> inputs, outputs;
         in_arr.getMatVector(inputs);
         out_arr.getMatVector(outputs);
-        CV_Assert(outputs.size() == 1 && inputs.size() == 1 + (size_t)scale_ + (size_t)residual_ + 2 * (size_t)film_);
-        for (const cv::Mat& m : inputs) {
-            CV_Assert(m.type() == CV_32F && m.isContinuous() && m.dims == 4);
+        CV_Assert(outputs.size() == 1 &&
+                  inputs.size() == 1 + (size_t)scale_ + (size_t)residual_ + (film_ == 1 ? 2 : film_ == 2 ? 1 : 0));
+        for (size_t i = 0; i < inputs.size(); i++) {
+            const cv::Mat& m = inputs[i];
+            const bool embedding = film_ == 2 && i + 1 == inputs.size();
+            CV_Assert(m.type() == CV_32F && m.isContinuous() &&
+                      (embedding ? m.total() == (size_t)inputs[0].size[0] * d_ : m.dims == 4));
         }
         const cv::Mat& x = inputs[0];
         cv::Mat& y = outputs[0];
@@ -392,8 +418,16 @@ public:
             const float* xn = x.ptr<float>() + (size_t)n * c_ * g.h * g.w;
             const float* sn = scale_ ? inputs[1].ptr<float>() + (size_t)n * k_ : nullptr;
             const float* rn = residual_ ? inputs[1 + scale_].ptr<float>() + (size_t)n * m_ * pixels : nullptr;
-            const float* gn = film_ ? inputs[inputs.size() - 2].ptr<float>() + (size_t)n * m_ : nullptr;
-            const float* fn = film_ ? inputs.back().ptr<float>() + (size_t)n * m_ : nullptr;
+            const float* gn = nullptr;
+            const float* fn = nullptr;
+            if (film_ == 1) {
+                gn = inputs[inputs.size() - 2].ptr<float>() + (size_t)n * m_;
+                fn = inputs.back().ptr<float>() + (size_t)n * m_;
+            } else if (film_ == 2) {
+                film_coefficients(n, batch, inputs.back().ptr<float>() + (size_t)n * d_);
+                gn = film_g_.data() + (size_t)n * m_;
+                fn = film_f_.data() + (size_t)n * m_;
+            }
             float* yn = y.ptr<float>() + (size_t)n * m_ * pixels;
             auto run = [&](int q, int blk, const float* b) {
                 const int m0 = q * MR, n0 = blk * NR;
@@ -471,6 +505,38 @@ private:
         return span < 0 ? 0 : span / s + 1;
     }
 
+    // film_coefficients computes FiLM's multiplier and shift of batch item
+    // n from its embedding e (D values) into film_g_ and film_f_, unless
+    // they were computed from the same embedding before: an instruction's
+    // embedding stays the same over many frames.
+    void film_coefficients(int n, int batch, const float* e) {
+        if (film_e_.size() != (size_t)batch * d_) {
+            film_e_.assign((size_t)batch * d_, 0.f);
+            film_g_.assign((size_t)batch * m_, 0.f);
+            film_f_.assign((size_t)batch * m_, 0.f);
+            film_valid_.assign(batch, 0);
+        }
+        float* last = film_e_.data() + (size_t)n * d_;
+        if (film_valid_[n] && std::memcmp(last, e, sizeof(float) * d_) == 0) {
+            return;
+        }
+        const cv::Mat* gen = &blobs[blobs.size() - 4];
+        float* out[2] = {film_g_.data() + (size_t)n * m_, film_f_.data() + (size_t)n * m_};
+        for (int j = 0; j < 2; j++) {
+            const float* w = gen[2 * j].ptr<float>();
+            const float* c = gen[2 * j + 1].ptr<float>();
+            for (int m = 0; m < m_; m++) {
+                float acc = 0.f;
+                for (int d = 0; d < d_; d++) {
+                    acc += e[d] * w[(size_t)m * d_ + d];
+                }
+                out[j][m] = acc + c[m];
+            }
+        }
+        std::memcpy(last, e, sizeof(float) * d_);
+        film_valid_[n] = 1;
+    }
+
     // pack_weights lays the weights out in k-major panels of MR rows and
     // pads the last panel and the bias with zeros.
     void pack_weights() {
@@ -483,7 +549,7 @@ private:
             for (int k = 0; k < k_; k++) {
                 a_[((size_t)q * k_ + k) * MR + i] = w[(size_t)m * k_ + k];
             }
-            if (blobs.size() == 2) {
+            if (bias_blob_) {
                 bias_[m] = blobs[1].ptr<float>()[m];
             }
         }
@@ -493,7 +559,13 @@ private:
     static constexpr int max_shared_blocks = 16;
 
     int m_ = 0, c_ = 0, k_ = 0;  // K = C for 1x1, C*kh*kw for TTMConv
-    bool swish_ = false, scale_ = false, residual_ = false, film_ = false, conv_ = false;
+    bool swish_ = false, scale_ = false, residual_ = false, conv_ = false, bias_blob_ = false;
+    int film_ = 0;  // 0: none; 1: multiplier and shift inputs; 2: the embedding
+    int d_ = 0;     // the embedding's width with film 2
+    // film 2: the embeddings the coefficients were last computed from, and
+    // the coefficients, by batch item.
+    std::vector<float> film_e_, film_g_, film_f_;
+    std::vector<char> film_valid_;
     geometry g_{};  // TTMConv's kernel, strides, top and left pads
     int pb_ = 0, pr_ = 0;
     std::vector<float> a_, bias_;

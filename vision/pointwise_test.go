@@ -18,15 +18,17 @@ type pwCase struct {
 	bias, swish       bool
 	scale, residual   bool
 	residualAfterConv bool // the residual's producer comes after the Conv
-	film              bool
+	film              int  // 0: none; 1: FiLM's coefficients by Convs; 2: by Gemms of an embedding
 }
 
 // pwWeights holds a case's constants: W (M, K), B (M), the residual's
-// 3x3 convolution R (M, K, 3, 3), FiLM's F and G (M, K).
-type pwWeights struct{ w, b, r, f, g []float32 }
+// 3x3 convolution R (M, K, 3, 3), FiLM's F and G (M, K) and, for its
+// Gemms, their biases fb and gb (M).
+type pwWeights struct{ w, b, r, f, g, fb, gb []float32 }
 
 func (c pwCase) weights(r *rand.Rand) pwWeights {
-	p := pwWeights{w: randSlice32(r, c.m*c.k), r: randSlice32(r, c.m*c.k*9), f: randSlice32(r, c.m*c.k), g: randSlice32(r, c.m*c.k)}
+	p := pwWeights{w: randSlice32(r, c.m*c.k), r: randSlice32(r, c.m*c.k*9), f: randSlice32(r, c.m*c.k), g: randSlice32(r, c.m*c.k),
+		fb: randSlice32(r, c.m), gb: randSlice32(r, c.m)}
 	if c.bias {
 		p.b = randSlice32(r, c.m)
 	}
@@ -40,9 +42,12 @@ func (c pwCase) weights(r *rand.Rand) pwWeights {
 //	z = z * Sigmoid(z)                          if swish
 //	z = z + Conv3x3(x, R)                       if residual
 //	y = z * Conv1x1(GlobalAveragePool(x), F)
-//	      + Conv1x1(GlobalAveragePool(x), G)    if film (FiLM as the exported
-//	                                            graphs have it: computed after
-//	                                            the Conv)
+//	      + Conv1x1(GlobalAveragePool(x), G)    if film 1 (FiLM computed after
+//	                                            the Conv, as in the exported
+//	                                            graphs)
+//	y = z * Reshape(Gemm(e, F, fb))
+//	      + Reshape(Gemm(e, G, gb))             if film 2, e = Reshape(
+//	                                            GlobalAveragePool(x)) (N, K)
 func (c pwCase) graph(p pwWeights) *onnx.Model {
 	g := newTestGraph(13).input("x", int64(c.n), int64(c.k), int64(c.h), int64(c.w))
 	g.floats("W", p.w, int64(c.m), int64(c.k), 1, 1)
@@ -79,12 +84,28 @@ func (c pwCase) graph(p pwWeights) *onnx.Model {
 		g.node("Add", []string{out, "r"}, "zr")
 		out = "zr"
 	}
-	if c.film {
+	switch c.film {
+	case 1:
 		g.floats("F", p.f, int64(c.m), int64(c.k), 1, 1)
 		g.floats("G", p.g, int64(c.m), int64(c.k), 1, 1)
 		g.node("GlobalAveragePool", []string{"x"}, "gx")
 		g.node("Conv", []string{"gx", "F"}, "fm", onnx.IntsAttr("kernel_shape", 1, 1))
 		g.node("Conv", []string{"gx", "G"}, "fa", onnx.IntsAttr("kernel_shape", 1, 1))
+	case 2:
+		g.floats("F", p.f, int64(c.m), int64(c.k))
+		g.floats("G", p.g, int64(c.m), int64(c.k))
+		g.floats("Fb", p.fb, int64(c.m))
+		g.floats("Gb", p.gb, int64(c.m))
+		g.ints("es", []int64{int64(c.n), int64(c.k)}, 2)
+		g.ints("cs", []int64{int64(c.n), int64(c.m), 1, 1}, 4)
+		g.node("GlobalAveragePool", []string{"x"}, "gx")
+		g.node("Reshape", []string{"gx", "es"}, "e")
+		g.node("Gemm", []string{"e", "F", "Fb"}, "fm2", onnx.IntAttr("transB", 1))
+		g.node("Gemm", []string{"e", "G", "Gb"}, "fa2", onnx.IntAttr("transB", 1))
+		g.node("Reshape", []string{"fm2", "cs"}, "fm")
+		g.node("Reshape", []string{"fa2", "cs"}, "fa")
+	}
+	if c.film != 0 {
 		g.node("Mul", []string{out, "fm"}, "zm")
 		g.node("Add", []string{"zm", "fa"}, "y")
 	} else {
@@ -136,8 +157,11 @@ func (c pwCase) naive(x []float32, p pwWeights) []float64 {
 						}
 					}
 				}
-				if c.film {
+				if c.film != 0 {
 					fm, fa := 0.0, 0.0
+					if c.film == 2 {
+						fm, fa = float64(p.fb[m]), float64(p.gb[m])
+					}
 					for k := 0; k < c.k; k++ {
 						fm += float64(p.f[m*c.k+k]) * means[k]
 						fa += float64(p.g[m*c.k+k]) * means[k]
@@ -181,8 +205,11 @@ func TestPointwiseLayerMatchesNaive(t *testing.T) {
 	for i, s := range sizes {
 		for f := 0; f < 32; f++ {
 			c := pwCase{n: 1 + (i+f)%3/2, k: s.k, m: s.m, h: s.h, w: s.w,
-				bias: f&1 != 0, swish: f&2 != 0, scale: f&4 != 0, residual: f&8 != 0, film: f&16 != 0}
-			c.name = fmt.Sprintf("%dx%dx%dx%d-to-%d-bias=%v-swish=%v-scale=%v-residual=%v-film=%v", c.n, c.k, c.h, c.w, c.m, c.bias, c.swish, c.scale, c.residual, c.film)
+				bias: f&1 != 0, swish: f&2 != 0, scale: f&4 != 0, residual: f&8 != 0}
+			if f&16 != 0 {
+				c.film = 1 + (i+f)%2
+			}
+			c.name = fmt.Sprintf("%dx%dx%dx%d-to-%d-bias=%v-swish=%v-scale=%v-residual=%v-film=%d", c.n, c.k, c.h, c.w, c.m, c.bias, c.swish, c.scale, c.residual, c.film)
 			cases = append(cases, c)
 		}
 	}
@@ -226,9 +253,15 @@ func TestPointwiseRewriteSelects(t *testing.T) {
 	}{
 		{"everything fused", all, nil, fast, "Conv GlobalAveragePool Sigmoid TTMPointwise",
 			"scale=1 activation=swish residual=1 [x W B s r]"},
-		{"FiLM computed after the Conv", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, residual: true, film: true}, nil, fast,
+		{"FiLM computed after the Conv", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, residual: true, film: 1}, nil, fast,
 			"Conv GlobalAveragePool Conv Conv TTMPointwise", "residual=1 film=1 [x W r fm fa]"},
-		{"FiLM's multiplier a constant", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, film: true}, func(m *onnx.Model) {
+		{"FiLM's Gemms taken in", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, residual: true, film: 2}, nil, fast,
+			"Conv GlobalAveragePool Reshape TTMPointwise", "residual=1 film=2 [x W r e F Fb G Gb]"},
+		{"FiLM's Gemm read twice", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, film: 2}, func(m *onnx.Model) {
+			m.Graph.Nodes = append(m.Graph.Nodes, &onnx.Node{Name: "y2", OpType: "Add", Inputs: []string{"y", "fm"}, Outputs: []string{"y2"}})
+			m.Graph.Outputs[0].Name = "y2"
+		}, fast, "GlobalAveragePool Reshape Gemm Gemm Reshape Reshape TTMPointwise Add", "film=1 [x W fm fa]"},
+		{"FiLM's multiplier a constant", pwCase{n: 1, k: 4, m: 6, h: 5, w: 5, film: 1}, func(m *onnx.Model) {
 			m.Graph.Initializers = append(m.Graph.Initializers, onnx.FloatTensor("c", make([]float32, 6), 1, 6, 1, 1))
 			for _, n := range m.Graph.Nodes {
 				if n.OpType == "Mul" {
@@ -402,8 +435,8 @@ func TestPointwiseBackbones(t *testing.T) {
 			if c.cfg.FiLMDim > 0 {
 				films = c.blocks
 			}
-			want := fmt.Sprintf("%d 1x1 Conv nodes to TTMPointwise layers, with %d excitation scales, %d swishes, %d residual additions and %d FiLMs fused",
-				c.n, c.blocks, c.expansions+1, c.residuals, films)
+			want := fmt.Sprintf("%d 1x1 Conv nodes to TTMPointwise layers, with %d excitation scales, %d swishes, %d residual additions and %d FiLMs fused, %d with their coefficients' Gemms",
+				c.n, c.blocks, c.expansions+1, c.residuals, films, films)
 			if !hasRewrite(b.Rewrites(), RewritePointwise, want) {
 				t.Errorf("rewrites %v, want %q", b.Rewrites(), want)
 			}
@@ -422,9 +455,22 @@ func TestPointwiseBackbones(t *testing.T) {
 					t.Logf("image %d: max difference %.2g, features std %.2f, max %.1f", i, d, std, maxAbs)
 				}
 			}
+			if film != nil {
+				// Another instruction and back: the layers compute FiLM's
+				// coefficients again for each.
+				other := randSlice32(rand.New(rand.NewPCG(5, 6)), c.cfg.FiLMDim)
+				for i, e := range [][]float32{other, film} {
+					want := run(t, ref, images[0], e)
+					_, _, maxAbs := moments(want)
+					if d := maxDiff(run(t, b, images[0], e), want); d > 1e-4*maxAbs {
+						t.Errorf("embedding %d: features differ from the unfused graph's by %g (features up to %g)", i, d, maxAbs)
+					}
+				}
+			}
 			types := layerTypes(b.LayerTimings())
-			if types[PointwiseOp] != c.n-c.fused || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 || types["Scale"] != 0 {
-				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution or Scale", types, c.n-c.fused, c.blocks)
+			if types[PointwiseOp] != c.n-c.fused || types[ExcitationOp] != c.blocks || types[ConvOp] != 1 || types["Convolution"] != 0 ||
+				types["Scale"] != 0 || types["InnerProduct"] != 0 {
+				t.Errorf("layers %v, want %d TTMPointwise, %d TTMExcitation, 1 TTMConv, no Convolution, Scale or InnerProduct", types, c.n-c.fused, c.blocks)
 			}
 		})
 	}
