@@ -24,21 +24,6 @@
 
 namespace {
 
-// dot is sum_i a[i] * b[i].
-float dot_generic(const float* a, const float* b, int n) {
-    float acc[8] = {0};
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        for (int j = 0; j < 8; j++) {
-            acc[j] += a[i + j] * b[i + j];
-        }
-    }
-    for (; i < n; i++) {
-        acc[0] += a[i] * b[i];
-    }
-    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
 // sigmoid sets x[i] = 1 / (1 + exp(-x[i])).
 void sigmoid_generic(float* x, int n) {
     for (int i = 0; i < n; i++) {
@@ -47,20 +32,6 @@ void sigmoid_generic(float* x, int n) {
 }
 
 #ifdef TTM_X86
-__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, int n) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), a1);
-    }
-    for (; i < n; i += 16) {
-        const __mmask16 m = lanes16(n - i);
-        a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
-}
-
 __attribute__((target("avx512f"))) void sigmoid_avx512(float* x, int n) {
     for (int i = 0; i < n; i += 16) {
         const __mmask16 m = lanes16(n - i);
@@ -70,7 +41,6 @@ __attribute__((target("avx512f"))) void sigmoid_avx512(float* x, int n) {
 #endif
 
 struct ex_ops {
-    float (*dot)(const float* a, const float* b, int n);
     void (*swish)(const float* src, float* dst, int n);
     void (*sigmoid)(float* x, int n);
 };
@@ -78,11 +48,11 @@ struct ex_ops {
 ex_ops ops_for(int isa) {
 #ifdef TTM_X86
     if (isa == TTM_ISA_AVX512) {
-        return ex_ops{dot_avx512, ttm_swish_fast, sigmoid_avx512};
+        return ex_ops{ttm_swish_fast, sigmoid_avx512};
     }
 #endif
     (void)isa;
-    return ex_ops{dot_generic, ttm_swish, sigmoid_generic};
+    return ex_ops{ttm_swish, sigmoid_generic};
 }
 
 thread_local std::vector<float> tls_hidden;
@@ -148,11 +118,11 @@ public:
             const float* m = inputs[0].ptr<float>() + (size_t)n * c_;
             float* g = outputs[0].ptr<float>() + (size_t)n * c_;
             for (int i = 0; i < r_; i++) {
-                h[i] = b1[i] + ops.dot(w1 + (size_t)i * c_, m, c_);
+                h[i] = b1[i] + ttm_dot(w1 + (size_t)i * c_, m, c_);
             }
             ops.swish(h.data(), h.data(), r_);
             for (int i = 0; i < c_; i++) {
-                g[i] = b2[i] + ops.dot(w2 + (size_t)i * r_, h.data(), r_);
+                g[i] = b2[i] + ttm_dot(w2 + (size_t)i * r_, h.data(), r_);
             }
             ops.sigmoid(g, c_);
         }

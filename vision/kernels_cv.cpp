@@ -43,6 +43,49 @@ std::atomic<int>& current_isa() {
 
 int ttm_current_isa() { return current_isa().load(std::memory_order_relaxed); }
 
+namespace {
+
+float dot_generic(const float* a, const float* b, int n) {
+    float acc[8] = {0};
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        for (int j = 0; j < 8; j++) {
+            acc[j] += a[i + j] * b[i + j];
+        }
+    }
+    for (; i < n; i++) {
+        acc[0] += a[i] * b[i];
+    }
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+#ifdef TTM_X86
+__attribute__((target("avx512f"))) float dot_avx512(const float* a, const float* b, int n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    int i = 0;
+    for (; i + 32 <= n; i += 32) {
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), a1);
+    }
+    for (; i < n; i += 16) {
+        const __mmask16 m = lanes16(n - i);
+        a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), a0);
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+}
+#endif
+
+}  // namespace
+
+float ttm_dot(const float* a, const float* b, int n) {
+#ifdef TTM_X86
+    if (ttm_current_isa() == TTM_ISA_AVX512) {
+        return dot_avx512(a, b, n);
+    }
+#endif
+    return dot_generic(a, b, n);
+}
+
 extern "C" {
 
 int ttm_kernel_supported(int isa) { return isa_supported(isa) ? 1 : 0; }

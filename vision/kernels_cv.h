@@ -29,6 +29,9 @@ int ttm_kernel_isa(void);
 
 // ttm_current_isa is ttm_kernel_isa for the layers' hot paths.
 int ttm_current_isa();
+// ttm_dot is sum_i a[i] * b[i] over n floats, with the kernel set the
+// layers use (the excitation's gates, FiLM's coefficients).
+float ttm_dot(const float* a, const float* b, int n);
 // ttm_swish computes dst = src * sigmoid(src) over n floats, in place if
 // dst == src (backbone_cv.cpp's TTMSwish arithmetic).
 void ttm_swish(const float* src, float* dst, int n);

@@ -355,7 +355,7 @@ public:
     bool getMemoryShapes(const std::vector<cv::dnn::MatShape>& inputs, const int,
                          std::vector<cv::dnn::MatShape>& outputs,
                          std::vector<cv::dnn::MatShape>&) const CV_OVERRIDE {
-        const size_t want = 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0) + (film_ == 1 ? 2 : film_ == 2 ? 1 : 0);
+        const size_t want = computed_inputs();
         if (inputs.size() != want) {
             TTM_LAYER_FAIL("has " << inputs.size() << " computed inputs, want " << want);
         }
@@ -393,8 +393,7 @@ public:
         std::vector<cv::Mat> inputs, outputs;
         in_arr.getMatVector(inputs);
         out_arr.getMatVector(outputs);
-        CV_Assert(outputs.size() == 1 &&
-                  inputs.size() == 1 + (size_t)scale_ + (size_t)residual_ + (film_ == 1 ? 2 : film_ == 2 ? 1 : 0));
+        CV_Assert(outputs.size() == 1 && inputs.size() == computed_inputs());
         for (size_t i = 0; i < inputs.size(); i++) {
             const cv::Mat& m = inputs[i];
             const bool embedding = film_ == 2 && i + 1 == inputs.size();
@@ -505,6 +504,12 @@ private:
         return span < 0 ? 0 : span / s + 1;
     }
 
+    // computed_inputs is how many inputs the node reads besides its
+    // constants: x, then the scale, the residual and FiLM's.
+    size_t computed_inputs() const {
+        return 1 + (scale_ ? 1 : 0) + (residual_ ? 1 : 0) + (film_ == 1 ? 2 : film_ == 2 ? 1 : 0);
+    }
+
     // film_coefficients computes FiLM's multiplier and shift of batch item
     // n from its embedding e (D values) into film_g_ and film_f_, unless
     // they were computed from the same embedding before: an instruction's
@@ -526,11 +531,7 @@ private:
             const float* w = gen[2 * j].ptr<float>();
             const float* c = gen[2 * j + 1].ptr<float>();
             for (int m = 0; m < m_; m++) {
-                float acc = 0.f;
-                for (int d = 0; d < d_; d++) {
-                    acc += e[d] * w[(size_t)m * d_ + d];
-                }
-                out[j][m] = acc + c[m];
+                out[j][m] = c[m] + ttm_dot(w + (size_t)m * d_, e, d_);
             }
         }
         std::memcpy(last, e, sizeof(float) * d_);
