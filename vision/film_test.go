@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/fdcheck"
 )
 
 func TestFiLMHandComputed(t *testing.T) {
@@ -69,10 +71,7 @@ func TestFiLMGradients(t *testing.T) {
 	dX, dE, dGamma, dBeta := make([]float32, n*d), make([]float32, E), make([]float32, d), make([]float32, d)
 	FiLMBackward(dX, dGamma, dBeta, dOut, x, gamma, n, d)
 	FiLMCoefficientsBackward(dE, g, dGamma, dBeta, e, p, E, d)
-	gradCheck(t, "x", x, dX, loss, n*d, r)
-	gradCheck(t, "e", e, dE, loss, E, r)
-	gradCheck(t, "MultKernel", p.MultKernel, g.MultKernel, loss, E*d, r)
-	gradCheck(t, "MultBias", p.MultBias, g.MultBias, loss, d, r)
-	gradCheck(t, "AddKernel", p.AddKernel, g.AddKernel, loss, E*d, r)
-	gradCheck(t, "AddBias", p.AddBias, g.AddBias, loss, d, r)
+	fdcheck.Require(t, r, []fdcheck.Var{{Name: "x", X: x, Grad: dX}, {Name: "e", X: e, Grad: dE},
+		{Name: "MultKernel", X: p.MultKernel, Grad: g.MultKernel}, {Name: "MultBias", X: p.MultBias, Grad: g.MultBias},
+		{Name: "AddKernel", X: p.AddKernel, Grad: g.AddKernel}, {Name: "AddBias", X: p.AddBias, Grad: g.AddBias}}, n*d, loss)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/fdcheck"
 	"github.com/ttmrobot/ttm/internal/layer"
 )
 
@@ -207,15 +208,16 @@ func TestHeadGradients(t *testing.T) {
 			g := h.View(grads)
 			dFeat, dEmb := make([]float32, 5*n), make([]float32, 3)
 			h.Backward(&g, dEmb, dFeat, dOut, a, feat, e)
-			gradCheck(t, "feat", feat, dFeat, loss, 5*n, r)
+			vars := []fdcheck.Var{{Name: "feat", X: feat, Grad: dFeat}}
 			if film == FiLMHead {
-				gradCheck(t, "embedding", e, dEmb, loss, 3, r)
+				vars = append(vars, fdcheck.Var{Name: "embedding", X: e, Grad: dEmb})
 			} else if slices.ContainsFunc(dEmb, func(v float32) bool { return v != 0 }) {
 				t.Errorf("embedding gradient %v without FiLM in the head", dEmb)
 			}
 			for _, s := range h.Specs {
-				gradCheck(t, s.Name, h.Params[s.Offset:s.Offset+s.Size], grads[s.Offset:s.Offset+s.Size], loss, 12, r)
+				vars = append(vars, fdcheck.Var{Name: s.Name, X: h.Params[s.Offset : s.Offset+s.Size], Grad: grads[s.Offset : s.Offset+s.Size]})
 			}
+			fdcheck.Require(t, r, vars, 12, loss)
 		})
 	}
 }

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// Finite-difference checking of analytic gradients (the ttm package's Tape,
-// policy/seq's Tapes). The loss is always a
+// Finite-difference checking of analytic gradients: the kernels of
+// internal/nn, the layers, the vision head, the TTM's Tape, policy/seq's
+// Tapes and the policy's learner. The loss is usually a
 // float64 sum Σ out·g over float32 outputs for fixed random g; numeric
 // gradients are central differences of it, computed by the caller's loss
 // function; computing it with inference code rather than the training

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/fdcheck"
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -116,38 +117,6 @@ func TestTokenLearnerWeightsSumToOne(t *testing.T) {
 	}
 }
 
-// gradCheck compares an analytic gradient with central differences of
-// loss, a function of x, at up to maxPoints coordinates of x.
-func gradCheck(t *testing.T, name string, x []float32, analytic []float32, loss func() float64, maxPoints int, r *rand.Rand) {
-	t.Helper()
-	idx := r.Perm(len(x))
-	if len(idx) > maxPoints {
-		idx = idx[:maxPoints]
-	}
-	var worst float64
-	var scale float64
-	for _, g := range analytic {
-		scale = math.Max(scale, math.Abs(float64(g)))
-	}
-	for _, i := range idx {
-		old := x[i]
-		h := float32(1e-2) * max(1, float32(math.Abs(float64(old))))
-		x[i] = old + h
-		up := loss()
-		x[i] = old - h
-		down := loss()
-		x[i] = old
-		num := (up - down) / (2 * float64(h))
-		err := math.Abs(num-float64(analytic[i])) / math.Max(scale, 1e-3) // floor: some gradients are zero by symmetry
-		worst = math.Max(worst, err)
-		if err > 2e-2 {
-			t.Errorf("%s[%d]: analytic %g, numeric %g", name, i, analytic[i], num)
-			return
-		}
-	}
-	t.Logf("%s: worst error %.2g of the largest gradient over %d points", name, worst, len(idx))
-}
-
 // dot64 is Σ a·b in float64: the loss whose gradient with respect to
 // the output is b.
 func dot64(a, b []float32) float64 {
@@ -175,13 +144,10 @@ func TestTokenLearnerGradients(t *testing.T) {
 	g := zeroTokenLearner(d, hidden, k)
 	dIn := make([]float32, n*d)
 	TokenLearnerBackward(dIn, g, dOut, a, sc, in, p)
-	gradCheck(t, "in", in, dIn, loss, 50, r)
-	gradCheck(t, "LN.Scale", p.LN.Scale, g.LN.Scale, loss, d, r)
-	gradCheck(t, "LN.Bias", p.LN.Bias, g.LN.Bias, loss, d, r)
-	gradCheck(t, "D0.Kernel", p.MLP.D0.Kernel, g.MLP.D0.Kernel, loss, 30, r)
-	gradCheck(t, "D0.Bias", p.MLP.D0.Bias, g.MLP.D0.Bias, loss, hidden, r)
-	gradCheck(t, "D1.Kernel", p.MLP.D1.Kernel, g.MLP.D1.Kernel, loss, 15, r)
-	gradCheck(t, "D1.Bias", p.MLP.D1.Bias, g.MLP.D1.Bias, loss, k, r)
+	fdcheck.Require(t, r, []fdcheck.Var{{Name: "in", X: in, Grad: dIn},
+		{Name: "LN.Scale", X: p.LN.Scale, Grad: g.LN.Scale}, {Name: "LN.Bias", X: p.LN.Bias, Grad: g.LN.Bias},
+		{Name: "D0.Kernel", X: p.MLP.D0.Kernel, Grad: g.MLP.D0.Kernel}, {Name: "D0.Bias", X: p.MLP.D0.Bias, Grad: g.MLP.D0.Bias},
+		{Name: "D1.Kernel", X: p.MLP.D1.Kernel, Grad: g.MLP.D1.Kernel}, {Name: "D1.Bias", X: p.MLP.D1.Bias, Grad: g.MLP.D1.Bias}}, 30, loss)
 
 	// Without dIn the parameter gradients are the same.
 	loss()

@@ -1,9 +1,12 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/fdcheck"
 )
 
 func randSlice(r *rand.Rand, n int, scale float32) []float32 {
@@ -104,9 +107,10 @@ func TestDenseTokensMatchesTransposedDense(t *testing.T) {
 	}
 }
 
-// gradCheck compares analytic gradients with central finite differences of
-// the scalar loss L = Σ out·g for a fixed random g. forward computes out from
-// the parameters; backward accumulates dL/dparam given dOut = g.
+// gradCase is a check of every entry of params against finite differences
+// (fdcheck) of the scalar loss L = Σ out·g for a fixed random g. forward
+// computes out from the parameters; backward accumulates dL/dparam given
+// dOut = g.
 type gradCase struct {
 	name     string
 	params   [][]float32 // slices perturbed by the check
@@ -133,24 +137,13 @@ func gradCheck(t *testing.T, tc gradCase) {
 		grads[i] = make([]float32, len(p))
 	}
 	tc.backward(g, grads)
-	const eps = 1e-2
-	for pi, p := range tc.params {
-		for i := range p {
-			orig := p[i]
-			p[i] = orig + eps
-			lp := loss()
-			p[i] = orig - eps
-			lm := loss()
-			p[i] = orig
-			num := (lp - lm) / (2 * eps)
-			ana := float64(grads[pi][i])
-			if math.Abs(num-ana) > 2e-2*math.Max(1, math.Abs(num)) {
-				t.Errorf("%s: param %d[%d]: analytic %.5g, numeric %.5g", tc.name, pi, i, ana, num)
-				return
-			}
-		}
+	vars := make([]fdcheck.Var, len(tc.params))
+	most := 0
+	for i, p := range tc.params {
+		vars[i] = fdcheck.Var{Name: fmt.Sprintf("%s param %d", tc.name, i), X: p, Grad: grads[i]}
+		most = max(most, len(p))
 	}
-	loss()
+	fdcheck.Require(t, r, vars, most, loss) // every entry
 }
 
 func TestGradients(t *testing.T) {
