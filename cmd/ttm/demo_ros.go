@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/proctree"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/node"
 	"github.com/ttmrobot/ttm/policy"
@@ -313,45 +314,11 @@ func (p *proc) stop(env *environment) {
 	case <-time.After(demoStopWait):
 	}
 	env.log.Warn("no exit after SIGINT; killing", "process", p.name, "pid", pid, "waited", demoStopWait)
-	for _, d := range descendants(pid) {
+	for _, d := range proctree.Descendants(pid) {
 		_ = syscall.Kill(d, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-pid, syscall.SIGKILL)
 	<-p.exited
-}
-
-// descendants lists the pids of every process below root, from /proc.
-func descendants(root int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
-		i := strings.LastIndexByte(string(b), ')')
-		if f := strings.Fields(string(b[i+1:])); i >= 0 && len(f) >= 2 {
-			if ppid, err := strconv.Atoi(f[1]); err == nil {
-				children[ppid] = append(children[ppid], pid)
-			}
-		}
-	}
-	var out []int
-	for queue := []int{root}; len(queue) > 0; queue = queue[1:] {
-		for _, c := range children[queue[0]] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }
 
 // tail returns the last n lines of a file.

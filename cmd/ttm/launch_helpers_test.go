@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/proctree"
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
 
@@ -35,7 +36,7 @@ func rosTool(t *testing.T, m *rostest.Master, tool string, args ...string) *exec
 // killGroup kills a started rosTool's process group and every process
 // below it: roslaunch's nodes run in process groups of their own.
 func killGroup(cmd *exec.Cmd) {
-	for _, pid := range descendants(cmd.Process.Pid) {
+	for _, pid := range proctree.Descendants(cmd.Process.Pid) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/bluenviron/goroslib/v2/pkg/apimaster"
+	"github.com/ttmrobot/ttm/internal/proctree"
 )
 
 // BinDir holds the ROS 1 tools (Debian ros-core).
@@ -150,7 +151,7 @@ func (m *Master) Start() {
 			m.t.Logf("roscore ready on port %d after %v", m.Port, time.Since(start).Round(time.Millisecond))
 			return
 		}
-		if exited(cmd.Process.Pid) {
+		if proctree.Exited(cmd.Process.Pid) {
 			m.Kill()
 			m.t.Fatalf("roscore -p %d exited before it was ready:\n%s", m.Port, m.Output())
 		}
@@ -172,7 +173,7 @@ func (m *Master) Kill() {
 		return
 	}
 	root := m.cmd.Process.Pid
-	tree := descendants(root)
+	tree := proctree.Descendants(root)
 	_ = syscall.Kill(-root, syscall.SIGKILL)
 	for _, pid := range tree {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
@@ -336,67 +337,4 @@ func setSubreaper() {
 		const prSetChildSubreaper = 36
 		_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	})
-}
-
-// exited reports whether the child pid has exited (it is a zombie waiting
-// to be reaped) or is gone, without reaping it.
-func exited(pid int) bool {
-	state, _, err := procStat(pid)
-	return err != nil || state == "Z"
-}
-
-// descendants lists the pids of every process below root, read from /proc.
-func descendants(root int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		ppid, err := parentPID(pid)
-		if err != nil {
-			continue
-		}
-		children[ppid] = append(children[ppid], pid)
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// parentPID returns the parent pid of pid.
-func parentPID(pid int) (int, error) {
-	_, ppid, err := procStat(pid)
-	return ppid, err
-}
-
-// procStat reads the state and parent pid from /proc/pid/stat ("pid (comm)
-// state ppid ...", where comm may hold spaces and parentheses).
-func procStat(pid int) (state string, ppid int, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", 0, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", 0, errors.New("malformed stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return "", 0, errors.New("malformed stat")
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return f[0], ppid, err
 }

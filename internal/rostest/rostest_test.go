@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ttmrobot/ttm/internal/proctree"
 )
 
 func TestLinesAndContains(t *testing.T) {
@@ -84,7 +86,7 @@ func TestMasterLifecycle(t *testing.T) {
 	if out := m.MustRun(10*time.Second, "rosnode", "list"); !Contains(out, "/rosout") {
 		t.Fatalf("rosnode list = %q, want /rosout", out)
 	}
-	tree := descendants(m.cmd.Process.Pid)
+	tree := proctree.Descendants(m.cmd.Process.Pid)
 	if len(tree) < 2 {
 		t.Fatalf("roscore has %d descendants, want rosmaster and rosout at least", len(tree))
 	}
@@ -92,7 +94,7 @@ func TestMasterLifecycle(t *testing.T) {
 	m.Kill()
 	for _, pid := range append(tree, root) {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
-			state, _, _ := procStat(pid)
+			state, _, _ := proctree.Stat(pid)
 			t.Errorf("process %d (state %s) of the killed roscore still exists", pid, state)
 		}
 	}
