@@ -62,6 +62,12 @@ type actionHead struct {
 	nGoal int
 	goalW []float32 // (d, GoalLen)
 	goalB []float32 // (GoalLen)
+
+	// packed is kernel laid out for nn.MatMulPacked, its width padded with
+	// zero columns to whole panels: inference streams the weights once,
+	// shared with the worker team. Built by the first decode, dropped by
+	// Policy.ParamsChanged; training reads kernel.
+	packed *nn.Packed
 }
 
 // goalProbe writes the goal probe's estimate of pooled (d) into goal
@@ -207,8 +213,14 @@ func (h *actionHead) actionTokens(tokens, a []float32) {
 
 // logitsOf computes logits (Σ width) = mean of the r output tokens out
 // (r, d), kept in pooled (d), through the head's Dense layer: the forward
-// pass both inference (decode) and training (Learner) take.
+// pass training (Learner) takes.
 func (h *actionHead) logitsOf(logits, pooled, out []float32, r int) {
+	h.pool(pooled, out, r)
+	nn.Dense(logits, pooled, h.kernel, h.bias, 1, h.dim, h.width)
+}
+
+// pool writes the mean of the r output tokens out (r, d) into pooled (d).
+func (h *actionHead) pool(pooled, out []float32, r int) {
 	d := h.dim
 	clear(pooled)
 	for t := 0; t < r; t++ {
@@ -218,13 +230,36 @@ func (h *actionHead) logitsOf(logits, pooled, out []float32, r int) {
 	for j := range pooled {
 		pooled[j] *= inv
 	}
-	nn.Dense(logits, pooled, h.kernel, h.bias, 1, d, h.width)
+}
+
+// paddedWidth is the head's width rounded up to whole panels.
+func (h *actionHead) paddedWidth() int {
+	return (h.width + nn.PanelWidth - 1) / nn.PanelWidth * nn.PanelWidth
+}
+
+// pack lays the kernel out for nn.MatMulPacked (allocating).
+func (h *actionHead) pack() {
+	wp, n := h.dim*h.paddedWidth(), h.paddedWidth()
+	padded := make([]float32, wp)
+	for i := range h.dim {
+		copy(padded[i*n:i*n+h.width], h.kernel[i*h.width:(i+1)*h.width])
+	}
+	h.packed = nn.Pack(padded, h.dim, n)
 }
 
 // decode computes the logits from the TTM output (r, d) into logits
-// (Σ width), using pooled (d) as scratch, and the action into a.
-func (h *actionHead) decode(a, logits, pooled, out []float32, r int) {
-	h.logitsOf(logits, pooled, out, r)
+// (paddedWidth; the first Σ width are the head's), using pooled (d) and
+// pack (nn.PackScratchSize(d)) as scratch, and the action into a. Its
+// logits equal logitsOf's bit for bit up to d = 256; at d 512 they differ
+// in rounding.
+func (h *actionHead) decode(a, logits, pooled, out []float32, r int, pack []float32) {
+	h.pool(pooled, out, r)
+	if h.packed == nil {
+		h.pack()
+	}
+	copy(logits, h.bias)
+	clear(logits[h.width:])
+	nn.MatMulPacked(logits, pooled, h.packed, 1, pack)
 	for i, dm := range h.space.Dims {
 		l := logits[h.offsets[i] : h.offsets[i]+outputWidth(dm)]
 		if dm.Bins == 0 {

@@ -94,6 +94,7 @@ func (p *Policy) ParamSpecs(group string) []TensorSpec {
 // drops cached packed weights and instruction embeddings.
 func (p *Policy) ParamsChanged() {
 	p.seq.ParamsChanged()
+	p.head.packed = nil
 	p.encoder.Invalidate()
 }
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/ttmrobot/ttm/internal/action"
-
+	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/language"
 	"github.com/ttmrobot/ttm/policy/seq"
 	"github.com/ttmrobot/ttm/ttm"
@@ -122,8 +122,11 @@ type Policy struct {
 	input  []float32 // (n, d) the TTM's input
 	output []float32 // (r, d)
 	pooled []float32 // (d)
-	logits []float32 // (Σ width)
-	action []float32
+	logits []float32 // (Σ width): the head's part of logitsPad
+	// logitsPad (the head's paddedWidth) and pack (nn.PackScratchSize(d))
+	// are the packed head product's output and scratch.
+	logitsPad, pack []float32
+	action          []float32
 	// zeroAction is the action tokens' input with BlindActions.
 	zeroAction []float32
 	proprio    []float32 // the proprioception token's input: the robot's values, then the target geometry's
@@ -160,7 +163,9 @@ func assemble(spec Spec, m seq.Model, vhead *vision.Head, lang *language.Model, 
 		*s.dst = p.params[off : off+n : off+n]
 		off += n
 	}
-	p.logits = make([]float32, p.head.width)
+	p.logitsPad = make([]float32, p.head.paddedWidth())
+	p.logits = p.logitsPad[:p.head.width]
+	p.pack = make([]float32, nn.PackScratchSize(c.Dim))
 	return p
 }
 
@@ -497,7 +502,7 @@ func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float3
 
 	p.saved.CopyFrom(st.Seq)
 	p.runner.Step(st.Seq, p.input, p.output)
-	p.head.decode(p.action, p.logits, p.pooled, p.output, c.ProcessSize)
+	p.head.decode(p.action, p.logitsPad, p.pooled, p.output, c.ProcessSize, p.pack)
 	if p.goal != nil {
 		p.head.goalProbe(p.goal, p.pooled)
 	}
