@@ -46,33 +46,32 @@ var (
 
 // SoakReport is what TestSoak measures.
 type SoakReport struct {
-	Preset         string  `json:"preset"`
-	RateHz         float64 `json:"rate_hz"`
-	CameraHz       float64 `json:"camera_hz"`
-	Threads        int     `json:"threads"`
-	Seconds        float64 `json:"seconds"`
-	Ticks          uint64  `json:"ticks"`
-	Acted          uint64  `json:"acted"`
-	Stopped        uint64  `json:"stopped"`
-	DeadlineMisses uint64  `json:"deadline_misses"`
-	Busy           uint64  `json:"busy_ticks"`
-	SkippedTicks   uint64  `json:"skipped_ticks"`
-	FramesIn       uint64  `json:"frames_in"`
-	FramesDropped  uint64  `json:"frames_dropped"`
-	RepeatedFrames uint64  `json:"frames_repeated"`
-	StaleTicks     uint64  `json:"stale_frame_ticks"`
-	JitterP50MS    float64 `json:"jitter_p50_ms"`
-	JitterP99MS    float64 `json:"jitter_p99_ms"`
-	JitterMaxMS    float64 `json:"jitter_max_ms"`
-	InferenceP50MS float64 `json:"inference_p50_ms"`
-	InferenceP99MS float64 `json:"inference_p99_ms"`
-	InferenceMaxMS float64 `json:"inference_max_ms"`
-	EndToEndP50MS  float64 `json:"end_to_end_p50_ms"`
-	EndToEndP99MS  float64 `json:"end_to_end_p99_ms"`
-	EndToEndMaxMS  float64 `json:"end_to_end_max_ms"`
-	TickLatencyP99 float64 `json:"tick_latency_p99_ms"`
-	// ImageAge is the frame's age (stamp to tick) when a tick reads it.
-	ImageAgeP50MS   float64 `json:"image_age_p50_ms"`
+	Preset          string  `json:"preset"`
+	RateHz          float64 `json:"rate_hz"`
+	CameraHz        float64 `json:"camera_hz"`
+	Threads         int     `json:"threads"`
+	Seconds         float64 `json:"seconds"`
+	Ticks           uint64  `json:"ticks"`
+	Acted           uint64  `json:"acted"`
+	Stopped         uint64  `json:"stopped"`
+	DeadlineMisses  uint64  `json:"deadline_misses"`
+	Busy            uint64  `json:"busy_ticks"`
+	SkippedTicks    uint64  `json:"skipped_ticks"`
+	FramesIn        uint64  `json:"frames_in"`
+	FramesDropped   uint64  `json:"frames_dropped"`
+	RepeatedFrames  uint64  `json:"frames_repeated"`
+	StaleTicks      uint64  `json:"stale_frame_ticks"`
+	JitterP50MS     float64 `json:"jitter_p50_ms"`
+	JitterP99MS     float64 `json:"jitter_p99_ms"`
+	JitterMaxMS     float64 `json:"jitter_max_ms"`
+	InferenceP50MS  float64 `json:"inference_p50_ms"`
+	InferenceP99MS  float64 `json:"inference_p99_ms"`
+	InferenceMaxMS  float64 `json:"inference_max_ms"`
+	EndToEndP50MS   float64 `json:"end_to_end_p50_ms"`
+	EndToEndP99MS   float64 `json:"end_to_end_p99_ms"`
+	EndToEndMaxMS   float64 `json:"end_to_end_max_ms"`
+	TickLatencyP99  float64 `json:"tick_latency_p99_ms"`
+	ImageAgeP50MS   float64 `json:"image_age_p50_ms"` // the frame's age (stamp to tick) when a tick reads it
 	ImageAgeP99MS   float64 `json:"image_age_p99_ms"`
 	WarmupP50MS     float64 `json:"warmup_p50_ms"`
 	WarmupP99MS     float64 `json:"warmup_p99_ms"`

@@ -239,8 +239,8 @@ func (h *actionHead) paddedWidth() int {
 
 // pack lays the kernel out for nn.MatMulPacked (allocating).
 func (h *actionHead) pack() {
-	wp, n := h.dim*h.paddedWidth(), h.paddedWidth()
-	padded := make([]float32, wp)
+	n := h.paddedWidth()
+	padded := make([]float32, h.dim*n)
 	for i := range h.dim {
 		copy(padded[i*n:i*n+h.width], h.kernel[i*h.width:(i+1)*h.width])
 	}

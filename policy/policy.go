@@ -122,11 +122,11 @@ type Policy struct {
 	input  []float32 // (n, d) the TTM's input
 	output []float32 // (r, d)
 	pooled []float32 // (d)
-	logits []float32 // (Σ width): the head's part of logitsPad
-	// logitsPad (the head's paddedWidth) and pack (nn.PackScratchSize(d))
-	// are the packed head product's output and scratch.
-	logitsPad, pack []float32
-	action          []float32
+	// logits (the head's paddedWidth; Logits is its first Σ width) and
+	// pack (nn.PackScratchSize(d)) are the packed head product's output
+	// and scratch.
+	logits, pack []float32
+	action       []float32
 	// zeroAction is the action tokens' input with BlindActions.
 	zeroAction []float32
 	proprio    []float32 // the proprioception token's input: the robot's values, then the target geometry's
@@ -163,8 +163,7 @@ func assemble(spec Spec, m seq.Model, vhead *vision.Head, lang *language.Model, 
 		*s.dst = p.params[off : off+n : off+n]
 		off += n
 	}
-	p.logitsPad = make([]float32, p.head.paddedWidth())
-	p.logits = p.logitsPad[:p.head.width]
+	p.logits = make([]float32, p.head.paddedWidth())
 	p.pack = make([]float32, nn.PackScratchSize(c.Dim))
 	return p
 }
@@ -502,11 +501,11 @@ func (p *Policy) StepTokens(frame, proprio []float32, st *State, action []float3
 
 	p.saved.CopyFrom(st.Seq)
 	p.runner.Step(st.Seq, p.input, p.output)
-	p.head.decode(p.action, p.logitsPad, p.pooled, p.output, c.ProcessSize, p.pack)
+	p.head.decode(p.action, p.logits, p.pooled, p.output, c.ProcessSize, p.pack)
 	if p.goal != nil {
 		p.head.goalProbe(p.goal, p.pooled)
 	}
-	if !finite(p.logits) || !finite(p.output) {
+	if !finite(p.Logits()) || !finite(p.output) {
 		st.Seq.CopyFrom(p.saved)
 		return ErrNonFinite
 	}
@@ -552,7 +551,7 @@ func (p *Policy) Keypoint(i int) (u, v float32, ok bool) {
 }
 
 // Logits is the last step's head output (Σ width), a view.
-func (p *Policy) Logits() []float32 { return p.logits }
+func (p *Policy) Logits() []float32 { return p.logits[:p.head.width] }
 
 func finite(x []float32) bool {
 	for _, v := range x {
