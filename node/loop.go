@@ -16,7 +16,8 @@ import (
 	"github.com/ttmrobot/ttm/vision"
 )
 
-// The control loop runs at a fixed rate on a Clock. At each tick it
+// The control loop runs at a fixed rate on a Clock (with FollowCamera, in
+// phase with the camera's frames). At each tick it
 //
 //  1. throws away the result of an inference that overran an earlier
 //     deadline, if one has come in since (never acted on, never committed);
@@ -71,6 +72,11 @@ type LoopConfig struct {
 	HeartbeatTimeout time.Duration
 	// MaxSteps, if positive, ends an episode after that many actions.
 	MaxSteps int
+	// FollowCamera locks the ticks' phase to the camera's (see phaseLock):
+	// each tick moves by at most a 50th of the period so that it comes just
+	// after a frame arrives. Leave it off when the camera is triggered by
+	// the actions, as the simulator's is: the frames would follow the ticks.
+	FollowCamera bool
 	// KeepMemoryOnInstruction keeps the policy's memory when the
 	// instruction changes; by default a new instruction starts a new
 	// episode.
@@ -193,6 +199,8 @@ type Loop struct {
 	episode   uint64
 	steps     int
 	lastSched time.Time
+	phase     phaseLock
+	shift     time.Duration // how far the next tick moves (FollowCamera)
 	reason    Reason
 	statusSet bool
 	proposed  []float32
@@ -241,7 +249,7 @@ func NewLoop(p Stepper, cfg LoopConfig, clock ros.Clock, in *Inputs, sink Sink, 
 		perStep: perStep, robotProprio: make([]float32, len(p.Proprio())),
 		cfg: cfg, period: cfg.Period(), pol: p, filter: filter, clock: clock, in: in, sink: sink, log: log,
 		state: p.NewState(), proposed: make([]float32, n), out: make([]float32, n),
-		reason: ReasonNoFrame,
+		reason: ReasonNoFrame, phase: phaseLock{maxStep: cfg.Period() / phaseStepShare},
 		w: &worker{
 			pol: p, scratch: p.NewState(), action: make([]float32, n), proprio: make([]float32, len(p.Proprio())),
 			start: make(chan struct{}, 1), done: make(chan struct{}, 1), exited: make(chan struct{}),
@@ -254,7 +262,8 @@ func NewLoop(p Stepper, cfg LoopConfig, clock ros.Clock, in *Inputs, sink Sink, 
 func (l *Loop) Config() LoopConfig { return l.cfg }
 
 // Run runs the loop until ctx ends. Ticks are at fixed times, the first at
-// once. On the way out it publishes one last stop action (if it ever acted)
+// once (with FollowCamera, each moved by at most a 50th of the period
+// towards the camera's phase). On the way out it publishes one last stop action (if it ever acted)
 // and waits for a running inference to finish.
 func (l *Loop) Run(ctx context.Context) {
 	wctx, cancel := context.WithCancel(context.Background())
@@ -293,7 +302,7 @@ ticks:
 		if ctx.Err() != nil {
 			break ticks
 		}
-		next = next.Add(l.period)
+		next = next.Add(l.period + l.shift)
 	}
 	if l.hasActed {
 		l.filter.Stop(l.out, l.period.Seconds())
@@ -328,8 +337,12 @@ func (l *Loop) tick(ctx context.Context, sched time.Time) {
 	if !l.inflight {
 		l.episodeChanges(instr)
 	}
-	if f := l.in.takeFrame(); f != nil {
+	f := l.in.takeFrame()
+	if f != nil {
 		l.cur = f
+	}
+	if l.cfg.FollowCamera {
+		l.shift = l.phase.shift(sched, f)
 	}
 
 	reason := l.gate(now, instr)

@@ -114,6 +114,7 @@ heartbeat_timeout: 0.4
 max_steps: 200
 reset_on_instruction: false
 enabled: false
+follow_camera: false
 max_rate: [0, 1, 1, 1, 2, 2, 2, 3, 2, 1, 1]
 workspace: {min: [0.2, -0.4, 0.0], max: [0.8, 0.4, 0.6], scale: 0.02}
 expect_image_height: 128
@@ -152,7 +153,7 @@ max_frame_pixels: 2000000
 		t.Fatal(err)
 	}
 	if c := np.Loop; c.Rate != 0 || c.Deadline != 0 || np.RateMismatch != RateRefuse || c.MaxImageAge != 500*time.Millisecond || c.HeartbeatTimeout != 0 ||
-		c.MaxSteps != 0 || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != MinWarmupSteps ||
+		c.MaxSteps != 0 || !c.FollowCamera || c.KeepMemoryOnInstruction || c.Safety.MaxRate != nil || c.Safety.Workspace != nil || np.StartDisabled || np.WarmupSteps != MinWarmupSteps ||
 		np.MaxFramePixels != DefaultMaxFramePixels {
 		t.Errorf("defaults %+v", np)
 	}

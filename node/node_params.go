@@ -27,6 +27,7 @@ const DefaultMaxFramePixels = 1 << 22
 //
 //	~rate                    float  0      control rate, Hz; 0: the rate the policy learnt at (policy.Config.Rate; 10 when it records none)
 //	~rate_mismatch           string refuse ~rate other than the trained rate: refuse, rescale or lockstep (RateMismatch)
+//	~follow_camera           bool   true   move each tick by at most a 50th of the period so that it comes just after a frame arrives (false: a fixed phase, for a camera triggered by the actions, as the simulator's)
 //	~deadline                float  0      seconds after a tick by which its action is out; 0 or more than the period: the period
 //	~max_image_age           float  0.5    seconds; older frames are not acted on (header stamp, or arrival when the stamp is zero)
 //	~max_frame_pixels        int    4194304  larger camera frames are refused before decoding (at most vision.MaxPixels)
@@ -133,6 +134,7 @@ func ReadNodeParams(ctx context.Context, p *ros.Params) (NodeParams, error) {
 	c.Rate = flt("~rate", 0)
 	mismatch, err := p.String(ctx, "~rate_mismatch", string(RateRefuse))
 	keep(err)
+	c.FollowCamera = boolean("~follow_camera", true)
 	c.Deadline = secs("~deadline", 0)
 	c.MaxImageAge = secs("~max_image_age", DefaultMaxImageAge.Seconds())
 	c.MaxProprioAge = secs("~max_proprio_age", DefaultMaxProprioAge.Seconds())

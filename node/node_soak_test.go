@@ -40,6 +40,7 @@ var (
 	soakPolicy   = flag.String("soak-policy", "", "soak this checkpoint (and the backbone beside it) instead of a fresh -soak-preset policy")
 	soakRate     = flag.Float64("soak-rate", 10, "control rate of the soak, Hz")
 	soakCameraHz = flag.Float64("soak-camera-hz", 15, "camera rate of the soak, Hz")
+	soakFollow   = flag.Bool("soak-follow-camera", true, "the node's ~follow_camera (false: ticks at a fixed phase)")
 	soakThreads  = flag.Int("soak-threads", 0, "node threads (0: one per CPU)")
 	soakOut      = flag.String("soak-out", "", "also write the soak report as JSON to this file")
 )
@@ -49,6 +50,7 @@ type SoakReport struct {
 	Preset          string  `json:"preset"`
 	RateHz          float64 `json:"rate_hz"`
 	CameraHz        float64 `json:"camera_hz"`
+	FollowCamera    bool    `json:"follow_camera"`
 	Threads         int     `json:"threads"`
 	Seconds         float64 `json:"seconds"`
 	Ticks           uint64  `json:"ticks"`
@@ -100,7 +102,7 @@ func TestSoak(t *testing.T) {
 		threads = runtime.NumCPU()
 	}
 	args := nodetest.Args(t, m, "ttm_node", "__name:=ttm_soak", "_rate:="+strconv.FormatFloat(*soakRate, 'f', -1, 64), "_warmup_steps:=100",
-		"_rate_mismatch:=rescale", "_proprio_source:=topic", "_camera_geometry:=checkpoint") // a robot of the proprio topic's convention
+		"_rate_mismatch:=rescale", "_follow_camera:="+strconv.FormatBool(*soakFollow), "_proprio_source:=topic", "_camera_geometry:=checkpoint") // a robot of the proprio topic's convention
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	n, err := Start(ctx, Config{Args: args, Policy: ckpt, Threads: threads, Log: log})
@@ -142,7 +144,7 @@ func TestSoak(t *testing.T) {
 	s := n.Stats()
 	runtime.GC()
 	r := SoakReport{
-		Preset: spec.Policy.Preset, RateHz: *soakRate, CameraHz: *soakCameraHz, Threads: threads, Seconds: elapsed.Seconds(),
+		Preset: spec.Policy.Preset, RateHz: *soakRate, CameraHz: *soakCameraHz, FollowCamera: n.loop.Config().FollowCamera, Threads: threads, Seconds: elapsed.Seconds(),
 		Ticks: s.Ticks - s0.Ticks, Acted: s.Acted - s0.Acted, Stopped: s.Stopped - s0.Stopped,
 		DeadlineMisses: s.DeadlineMisses - s0.DeadlineMisses, Busy: s.Busy - s0.Busy, SkippedTicks: s.SkippedTicks - s0.SkippedTicks,
 		FramesIn: s.FramesIn - s0.FramesIn, FramesDropped: s.FramesDropped - s0.FramesDropped,

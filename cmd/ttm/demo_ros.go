@@ -145,7 +145,8 @@ func startPolicyNode(ctx context.Context, env *environment, self, ckpt, logPath,
 			"_max_proprio_age:=" + strconv.FormatFloat(max(0.5, 2/rate), 'g', 4, 64), // it comes with each frame
 			// The simulator steps once per action, each one trained step
 			// (sim.StepSeconds), whatever the wall clock's rate.
-			"_rate_mismatch:=" + string(node.RateLockstep),
+			// Its frames follow the actions: the ticks keep their phase.
+			"_rate_mismatch:=" + string(node.RateLockstep), "_follow_camera:=false",
 			"__name:=ttm_node", "__ns:=" + c.ns, "__master:=" + uri}
 		p, err := startProc("policy node", logPath, self, append(args, c.nodeArgs...)...)
 		if err != nil {

@@ -74,7 +74,7 @@ func TestSimROSDrivenByNode(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := smallPolicy(t) // biased to arm mode: it never terminates, so every episode runs to --max-steps
 	const ns = "/it"
-	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0")
+	pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_follow_camera:=false", "_warmup_steps:=100", "_max_image_age:=1.0")
 	rostest.WaitFor(t, 10*time.Second, "the policy node's registration", func() error {
 		if !pn.Status().Connected {
 			return fmt.Errorf("not registered")
@@ -196,7 +196,7 @@ func TestSimROSDrivesProprioPolicy(t *testing.T) {
 			m := rostest.StartMaster(t)
 			ckpt := armPolicy(t, "small-proprio")
 			const ns = "/prop"
-			pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0",
+			pn := startTestPolicyNode(t, m, ckpt, "__ns:="+ns, "_rate:=2", "_follow_camera:=false", "_warmup_steps:=100", "_max_image_age:=1.0", "_max_proprio_age:=1.0",
 				"_proprio_source:="+source)
 			done := make(chan int, 1)
 			var stdout, stderr string
