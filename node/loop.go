@@ -249,7 +249,7 @@ func NewLoop(p Stepper, cfg LoopConfig, clock ros.Clock, in *Inputs, sink Sink, 
 		perStep: perStep, robotProprio: make([]float32, len(p.Proprio())),
 		cfg: cfg, period: cfg.Period(), pol: p, filter: filter, clock: clock, in: in, sink: sink, log: log,
 		state: p.NewState(), proposed: make([]float32, n), out: make([]float32, n),
-		reason: ReasonNoFrame, phase: phaseLock{maxStep: cfg.Period() / phaseStepShare},
+		reason: ReasonNoFrame,
 		w: &worker{
 			pol: p, scratch: p.NewState(), action: make([]float32, n), proprio: make([]float32, len(p.Proprio())),
 			start: make(chan struct{}, 1), done: make(chan struct{}, 1), exited: make(chan struct{}),
@@ -263,8 +263,8 @@ func (l *Loop) Config() LoopConfig { return l.cfg }
 
 // Run runs the loop until ctx ends. Ticks are at fixed times, the first at
 // once (with FollowCamera, each moved by at most a 50th of the period
-// towards the camera's phase). On the way out it publishes one last stop action (if it ever acted)
-// and waits for a running inference to finish.
+// towards the camera's phase). On the way out it publishes one last stop
+// action (if it ever acted) and waits for a running inference to finish.
 func (l *Loop) Run(ctx context.Context) {
 	wctx, cancel := context.WithCancel(context.Background())
 	go l.w.run(wctx)
@@ -342,7 +342,7 @@ func (l *Loop) tick(ctx context.Context, sched time.Time) {
 		l.cur = f
 	}
 	if l.cfg.FollowCamera {
-		l.shift = l.phase.shift(sched, f)
+		l.shift = l.phase.shift(sched, f, l.period)
 	}
 
 	reason := l.gate(now, instr)

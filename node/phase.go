@@ -18,16 +18,15 @@ const (
 // phaseLock estimates the camera's frame interval from the frames the
 // ticks take and says how far to move the next tick.
 type phaseLock struct {
-	maxStep time.Duration
 	arrival time.Time // of the last frame taken
 	seq     uint64
 }
 
 // shift returns how far to move the tick after the one scheduled at sched,
-// which took frame f (nil: none new). It moves nothing until two frames
-// have been taken, nor when f is more than two camera intervals old (a
-// stalled camera says nothing about its phase).
-func (p *phaseLock) shift(sched time.Time, f *frameIn) time.Duration {
+// which took frame f (nil: none new), in a loop of the given period. It
+// moves nothing until two frames have been taken, nor when f is more than
+// two camera intervals old (a stalled camera says nothing about its phase).
+func (p *phaseLock) shift(sched time.Time, f *frameIn, period time.Duration) time.Duration {
 	if f == nil || f.seq <= p.seq {
 		return 0
 	}
@@ -41,7 +40,7 @@ func (p *phaseLock) shift(sched time.Time, f *frameIn) time.Duration {
 	if interval <= 0 || age > 2*interval {
 		return 0
 	}
-	return phaseShift(age, interval, p.maxStep)
+	return phaseShift(age, interval, period/phaseStepShare)
 }
 
 // phaseShift is the move towards a tick margin after a frame's arrival for
