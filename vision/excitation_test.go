@@ -81,7 +81,7 @@ func TestExcitationNaiveHandComputed(t *testing.T) {
 // exCase.naive: channel counts around the 16 and 32 lanes of the dot
 // products, and a batch of 2.
 func TestExcitationLayerMatchesNaive(t *testing.T) {
-	cases := []exCase{{1, 5, 2, 3, 3}, {1, 48, 12, 7, 7}, {2, 40, 17, 4, 5}, {1, 1152, 48, 2, 2}, {1, 33, 1, 1, 3}}
+	cases := []exCase{{1, 5, 2, 3, 3}, {1, 48, 12, 7, 7}, {2, 40, 17, 4, 5}, {1, 1152, 48, 2, 2}, {2, 672, 28, 3, 3}, {1, 33, 1, 1, 3}}
 	r := rand.New(rand.NewPCG(9, 10))
 	forEachISA(t, func(isa kernelISA) {
 		for _, c := range cases {
