@@ -86,8 +86,9 @@ bench: build setup-test
 # The EfficientNet backbone as the node runs it (OpenCV DNN with the
 # project's rewrites and layers) against ONNX Runtime 1.30's CPU provider
 # (onnxruntime-node, installed by npm ci in bench/backbone) on the same
-# ONNX files and THREADS threads, B0 at 224 and B3 at 300, in one run;
-# prints a markdown table with the ratio and ours' per-layer profile.
+# ONNX files and THREADS threads, B0 at 224 and B3 at 300, frame by frame
+# in turn (bench/backbone/pair); prints a markdown table with the ratio,
+# and ours' profile by layer type and by block.
 THREADS ?= 2
 bench-backbone: build
 	THREADS=$(THREADS) bench/backbone/run.sh

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/ttmrobot/ttm/vision"
@@ -113,31 +115,75 @@ func checkBackbone(env *environment, path string, size int, filmInput string, fi
 		return err
 	}
 	times := make([]time.Duration, frames)
+	var prof layerProfile
 	for i := range times {
 		start := time.Now()
 		if err := b.Run(in, e, feat); err != nil {
 			return err
 		}
 		times[i] = time.Since(start)
+		prof.add(b.LayerTimings())
 	}
 	slices.Sort(times)
 	fmt.Fprintf(env.stdout, "%.2f ms per frame (median of %d frames, %d OpenCV threads)\n",
 		float64(times[frames/2].Microseconds())/1000, frames, vision.OpenCVThreads())
-	ts := b.LayerTimings()
-	byType := map[string]time.Duration{}
-	count := map[string]int{}
-	for _, t := range ts {
-		byType[t.Type] += t.Time
-		count[t.Type]++
-	}
-	types := make([]string, 0, len(byType))
-	for k := range byType {
-		types = append(types, k)
-	}
-	sort.Slice(types, func(i, j int) bool { return byType[types[i]] > byType[types[j]] })
-	fmt.Fprintf(env.stdout, "last frame by layer type (%.1f ms):\n", float64(vision.TotalTime(ts).Microseconds())/1000)
-	for _, k := range types {
-		fmt.Fprintf(env.stdout, "  %-14s %4d layers %8.2f ms\n", k, count[k], float64(byType[k].Microseconds())/1000)
-	}
+	prof.write(env.stdout, frames)
 	return nil
+}
+
+// layerProfile sums OpenCV's per-layer times over frames, by layer type
+// and by part of the network: the first component of the layer's name
+// ("stem", "blocks.3", "head" in the generated EfficientNets), in the
+// order the parts first run.
+type layerProfile struct {
+	byType, byPart map[string]time.Duration
+	count          map[string]int // layers of each type in a frame
+	types, parts   []string
+	total          time.Duration
+}
+
+func (p *layerProfile) add(ts []vision.LayerTiming) {
+	if p.byType == nil {
+		p.byType, p.byPart, p.count = map[string]time.Duration{}, map[string]time.Duration{}, map[string]int{}
+		for _, t := range ts {
+			p.count[t.Type]++
+		}
+	}
+	for _, t := range ts {
+		if _, ok := p.byType[t.Type]; !ok {
+			p.types = append(p.types, t.Type)
+		}
+		part := layerPart(t.Name)
+		if _, ok := p.byPart[part]; !ok {
+			p.parts = append(p.parts, part)
+		}
+		p.byType[t.Type] += t.Time
+		p.byPart[part] += t.Time
+		p.total += t.Time
+	}
+}
+
+// layerPart is the first component of an OpenCV layer name, without the
+// ONNX importer's "onnx_node!" prefix.
+func layerPart(name string) string {
+	name = strings.TrimLeft(strings.TrimPrefix(name, "onnx_node!"), "/")
+	if i := strings.IndexByte(name, '/'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+// write prints the mean frame by layer type, slowest first, then by part.
+func (p *layerProfile) write(w io.Writer, frames int) {
+	mean := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(frames) }
+	types := slices.Clone(p.types)
+	sort.SliceStable(types, func(i, j int) bool { return p.byType[types[i]] > p.byType[types[j]] })
+	fmt.Fprintf(w, "mean frame by layer type (%.1f ms):\n", mean(p.total))
+	for _, k := range types {
+		fmt.Fprintf(w, "  %-14s %4d layers %8.2f ms\n", k, p.count[k], mean(p.byType[k]))
+	}
+	fmt.Fprintf(w, "mean frame by part:\n")
+	for _, k := range p.parts {
+		fmt.Fprintf(w, "  %-14s %8.2f ms\n", k, mean(p.byPart[k]))
+	}
 }

@@ -45,7 +45,8 @@ func TestBackboneCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--check: exit %d: %s", code, stderr)
 	}
-	for _, want := range []string{"output 1280x2x2", "rewrite swish-fusion", "ms per frame (median of 3 frames", "TTMDepthwise"} {
+	for _, want := range []string{"output 1280x2x2", "rewrite swish-fusion", "ms per frame (median of 3 frames", "TTMDepthwise",
+		"mean frame by part:\n  stem ", "\n  blocks.15 ", "\n  head "} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("--check output lacks %q:\n%s", want, stdout)
 		}
@@ -66,5 +67,20 @@ func TestBackboneCommand(t *testing.T) {
 	}
 	if code, _, stderr := runCmd(t, "backbone", "--check", filepath.Join(dir, "missing.onnx"), "--size", "64"); code != 1 || !strings.Contains(stderr, "no such file") {
 		t.Errorf("--check of a missing file: exit %d, %s", code, stderr)
+	}
+}
+
+func TestLayerPart(t *testing.T) {
+	cases := []struct{ name, want string }{
+		{"onnx_node!blocks.3/expand/conv", "blocks.3"},
+		{"onnx_node!stem/conv", "stem"},
+		{"/features/features.1/conv", "features"},
+		{"features", "features"},
+		{"onnx_node!head", "head"},
+	}
+	for _, c := range cases {
+		if got := layerPart(c.name); got != c.want {
+			t.Errorf("layerPart(%q) = %q, want %q", c.name, got, c.want)
+		}
 	}
 }
