@@ -130,19 +130,14 @@ func run() error {
 		}
 	}
 	var o, x, ratio []float64
+	sides := [2]func() (float64, error){ours, ort}
 	for i := range *frames {
-		sides := [2]func() (float64, error){ours, ort}
-		if i%2 == 1 {
-			sides[0], sides[1] = ort, ours
-		}
-		var t [2]float64
-		for j, side := range sides {
-			if t[j], err = side(); err != nil {
+		var t [2]float64 // ours, ORT
+		for k := range 2 {
+			j := (i + k) % 2 // ours first on even pairs, ORT first on odd ones
+			if t[j], err = sides[j](); err != nil {
 				return err
 			}
-		}
-		if i%2 == 1 {
-			t[0], t[1] = t[1], t[0]
 		}
 		o, x, ratio = append(o, t[0]), append(x, t[1]), append(ratio, t[0]/t[1])
 		if *times {
