@@ -49,6 +49,28 @@ func setKernelISA(i kernelISA) error {
 	return nil
 }
 
+// swishFast computes dst = swish(src) with the fused swish of the
+// project's layers (ttm_swish_fast), in the selected kernel set; for tests.
+func swishFast(dst, src []float32) {
+	if len(dst) != len(src) {
+		panic("vision: swishFast: dst and src differ in length")
+	}
+	if len(src) == 0 {
+		return
+	}
+	C.ttm_swish_fast((*C.float)(&src[0]), (*C.float)(&dst[0]), C.int(len(src)))
+}
+
+// layerRounding counts the changes to how the project layers' kernels
+// round (2: swish16's exp as a polynomial of 2^f instead of Cephes').
+const layerRounding = 2
+
+// LayerArithmetic names what a backbone's output depends on besides its
+// file and input: the kernel set in use (LayerKernel) and the revision of
+// its rounding. Features computed under two names differ in their last
+// bits, so caches of features are keyed by it.
+func LayerArithmetic() string { return fmt.Sprintf("%s.r%d", LayerKernel(), layerRounding) }
+
 // LayerKernel names the instruction set of the project layers' kernels
 // in this process: "avx512", "avx2" or "generic" (portable C++),
 // the best the CPU supports.

@@ -82,9 +82,10 @@ type Frames struct {
 }
 
 // Cache keeps episodes' feature maps on disk, in a folder named for the
-// backbone (its SHA-256 and output layer) and the input size, so epochs
-// and later runs never rerun the backbone, and features of another
-// backbone are never mixed in.
+// backbone (its SHA-256 and output layer), the input size and the layers'
+// arithmetic (vision.LayerArithmetic), so epochs and later runs never
+// rerun the backbone, and features of another backbone, or of the same
+// one rounded otherwise, are never mixed in.
 type Cache struct {
 	Dir string
 }
@@ -103,7 +104,7 @@ func NewCache(root string, spec policy.Spec) (*Cache, error) {
 	if v.Patches > 0 { // colour patches are part of the cached map
 		layer += fmt.Sprintf("+patches%d", v.Patches)
 	}
-	dir := filepath.Join(root, fmt.Sprintf("%s-%s-%dx%d", sha[:16], layer, v.Preprocess.Height, v.Preprocess.Width))
+	dir := filepath.Join(root, fmt.Sprintf("%s-%s-%dx%d-%s", sha[:16], layer, v.Preprocess.Height, v.Preprocess.Width, vision.LayerArithmetic()))
 	return &Cache{Dir: dir}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
+	"github.com/ttmrobot/ttm/vision"
 )
 
 // testPolicy writes a fresh small checkpoint once per test binary and
@@ -523,6 +524,10 @@ func TestCacheKeyCountsPatches(t *testing.T) {
 	}
 	if plain.Dir == patched.Dir {
 		t.Errorf("features with and without colour patches share the cache %s", plain.Dir)
+	}
+	// Nor features rounded otherwise.
+	if a := vision.LayerArithmetic(); !strings.HasSuffix(plain.Dir, "-"+a) {
+		t.Errorf("cache %s is not keyed by the layers' arithmetic %s", plain.Dir, a)
 	}
 }
 
