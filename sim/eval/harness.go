@@ -566,13 +566,12 @@ type keypointTally struct {
 	// framePx is the last frame's error of each point, -1 where the
 	// frame did not show it or the agent did not report it.
 	framePx [sim.KeypointCount]float64
-	sumPx   [sim.KeypointCount]float64
-	frames  [sim.KeypointCount]int
+	points  [sim.KeypointCount]pointSum
 	onOther [sim.KeypointCount]int
-	// rememberedPx and remembered sum the target's error after the cue.
-	rememberedPx float64
-	remembered   int
-	reported     bool
+	// remembered sums the target's error after the cue as frames sums
+	// each point's.
+	remembered pointSum
+	reported   bool
 }
 
 // RememberedTarget names the PointError of a memory task's target after
@@ -598,8 +597,7 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 			continue
 		}
 		t.framePx[i] = pixelsFrom(u, v, l, h, w)
-		t.sumPx[i] += t.framePx[i]
-		t.frames[i]++
+		t.points[i].add(t.framePx[i])
 	}
 	const target, destination = 1, 2
 	for _, p := range [2][2]int{{target, destination}, {destination, target}} {
@@ -616,9 +614,36 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 	sim.MemoryKeypointLabels(t.memory[:], s, h, w)
 	if l, m := t.labels[per:2*per], t.memory[per:2*per]; l[2] == 0 && m[2] > 0 {
 		u, v, _ := k.Keypoint(1)
-		t.rememberedPx += pixelsFrom(u, v, m, h, w)
-		t.remembered++
+		t.remembered.add(pixelsFrom(u, v, m, h, w))
 	}
+}
+
+// pointSum sums one point's errors over an episode's frames: all of
+// them, and those within targetOffPx of the label.
+type pointSum struct {
+	px, nearPx   float64
+	frames, near int
+}
+
+func (p *pointSum) add(px float64) {
+	p.px += px
+	p.frames++
+	if px <= targetOffPx {
+		p.nearPx += px
+		p.near++
+	}
+}
+
+// result is the sum's PointError for the point named name.
+func (p *pointSum) result(name string) PointError {
+	e := PointError{Point: name, Frames: p.frames, Near: p.near}
+	if p.frames > 0 {
+		e.MeanPx = p.px / float64(p.frames)
+	}
+	if p.near > 0 {
+		e.NearMeanPx = p.nearPx / float64(p.near)
+	}
+	return e
 }
 
 // pixelsFrom is the distance in pixels of an h x w frame between the
@@ -634,13 +659,11 @@ func (t *keypointTally) result() []PointError {
 	}
 	out := make([]PointError, sim.KeypointCount)
 	for i := range out {
-		out[i] = PointError{Point: sim.KeypointNames[i], Frames: t.frames[i], OnOther: t.onOther[i]}
-		if t.frames[i] > 0 {
-			out[i].MeanPx = t.sumPx[i] / float64(t.frames[i])
-		}
+		out[i] = t.points[i].result(sim.KeypointNames[i])
+		out[i].OnOther = t.onOther[i]
 	}
-	if t.remembered > 0 {
-		out = append(out, PointError{Point: RememberedTarget, Frames: t.remembered, MeanPx: t.rememberedPx / float64(t.remembered)})
+	if t.remembered.frames > 0 {
+		out = append(out, t.remembered.result(RememberedTarget))
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -14,12 +15,15 @@ import (
 // hand's moved by (3, 4) pixels, and a cued target where it is after the
 // cue too: by construction its keypoint error is 5 px for the hand and 0
 // for the target, remembered or not. It is privileged (it reads the state
-// to know the labels) and counts the frames that showed each point.
+// to know the labels) and counts the frames that showed each point. With
+// alternate, every second frame that shows the hand moves it by (6, 8):
+// 10 px.
 type pointer struct {
 	act            [11]float32
 	labels, memory [sim.KeypointLabelLen]float32
 	h, w           int
 	shown          *[sim.KeypointCount]int
+	alternate, far bool
 }
 
 func (*pointer) Reset(string) {}
@@ -34,6 +38,7 @@ func (a *pointer) Act(o *sim.Observation) ([]float32, error) {
 			a.shown[i]++
 		}
 	}
+	a.far = a.alternate && a.labels[2] > 0 && a.shown[0]%2 == 0
 	HoldAction(a.act[:])
 	return a.act[:], nil
 }
@@ -45,7 +50,11 @@ func (a *pointer) Keypoint(i int) (u, v float32, ok bool) {
 	}
 	u, v = a.memory[i*per], a.memory[i*per+1]
 	if i == 0 {
-		u, v = u+3/float32(a.w), v+4/float32(a.h)
+		k := float32(1)
+		if a.far {
+			k = 2
+		}
+		u, v = u+3*k/float32(a.w), v+4*k/float32(a.h)
 	}
 	return u, v, true
 }
@@ -100,16 +109,48 @@ func TestKeypointError(t *testing.T) {
 	}
 }
 
+// A point's near frames are those within 8 px of its label: the pointer's
+// hand alternates between 5 and 10 px off.
+func TestKeypointNear(t *testing.T) {
+	var shown [sim.KeypointCount]int
+	run := RunSpec{Name: "pointer", Agent: "test", Ablation: AblationNone, NewPlayer: func() (Player, error) {
+		return agentPlayer{newAgent: func() sim.Agent { return &pointer{shown: &shown, alternate: true} }, privileged: true}, nil
+	}}
+	cfg := Config{Tasks: tasks(t, "pick,cue_pick"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1, Runs: []RunSpec{run}}
+	led, _, err := Evaluate(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hand, target := led.Overall.KeypointError[0], led.Overall.KeypointError[1]
+	near, far := (shown[0]+1)/2, shown[0]/2
+	if far == 0 || hand.Frames != shown[0] || hand.Near != near || math.Abs(hand.NearMeanPx-5) > 1e-3 ||
+		math.Abs(hand.MeanPx-float64(5*near+10*far)/float64(shown[0])) > 1e-3 {
+		t.Errorf("hand %+v, want %d frames at 5 px near and %d at 10 px", hand, near, far)
+	}
+	if target.Near != target.Frames || target.Frames == 0 || target.NearMeanPx > 1e-3 {
+		t.Errorf("target %+v, want every frame near, at 0 px", target)
+	}
+	if r := led.Overall.KeypointError[3]; r.Point != RememberedTarget || r.Near != r.Frames || r.Frames == 0 {
+		t.Errorf("remembered target %+v, want every frame near", r)
+	}
+	if sum := Summary(led, nil); !strings.Contains(sum, fmt.Sprintf("| **overall** | 5.0 (%.0f %%) / 0.0 (100 %%) / – / 0.0 (100 %%) |", 100*float64(near)/float64(shown[0]))) {
+		t.Errorf("summary lacks the precision table:\n%s", sum)
+	}
+}
+
 // The pooled error weighs each episode by its frames.
 func TestPoolPointErrors(t *testing.T) {
+	pe := func(point string, frames int, meanPx float64, onOther, near int, nearPx float64) PointError {
+		return PointError{Point: point, Frames: frames, MeanPx: meanPx, OnOther: onOther, Near: near, NearMeanPx: nearPx}
+	}
 	es := []EpisodeResult{
-		{KeypointError: []PointError{{"hand", 1, 2, 0}, {"target", 0, 0, 0}}},
-		{KeypointError: []PointError{{"hand", 3, 5, 0}, {"target", 2, 1, 1}}},
-		{KeypointError: []PointError{{"hand", 0, 0, 0}, {"target", 3, 4, 2}}},
+		{KeypointError: []PointError{pe("hand", 1, 2, 0, 1, 2), pe("target", 0, 0, 0, 0, 0)}},
+		{KeypointError: []PointError{pe("hand", 3, 5, 0, 2, 3), pe("target", 2, 1, 1, 2, 1)}},
+		{KeypointError: []PointError{pe("hand", 0, 0, 0, 0, 0), pe("target", 3, 4, 2, 1, 6)}},
 		{}, // an agent without keypoints in the mix adds nothing
 	}
 	got := poolPointErrors(es)
-	want := []PointError{{"hand", 4, (2 + 3*5) / 4.0, 0}, {"target", 5, (2*1 + 3*4) / 5.0, 3}}
+	want := []PointError{pe("hand", 4, (2+3*5)/4.0, 0, 3, (2+2*3)/3.0), pe("target", 5, (2*1+3*4)/5.0, 3, 3, (2*1+6)/3.0)}
 	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("pooled %+v, want %+v", got, want)
 	}

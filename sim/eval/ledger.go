@@ -105,6 +105,12 @@ type PointError struct {
 	// cannot tell "move the X near the Y" from "move the Y near the X"
 	// makes the two trade places.
 	OnOther int `json:"on_other,omitempty"`
+	// Near counts the frames with the point within 8 px of its label, and
+	// NearMeanPx is the mean distance over those: how precisely the point
+	// is found where it marks the right thing. MeanPx mixes that with the
+	// frames in which it marks something else.
+	Near       int     `json:"near"`
+	NearMeanPx float64 `json:"near_mean_px"`
 }
 
 // GoalProbeError is how far a policy's goal probe (policy.Config.GoalProbe)
@@ -232,21 +238,26 @@ func stats(es []EpisodeResult) Stats {
 // errors, point by point; nil when no episode has any.
 func poolPointErrors(es []EpisodeResult) []PointError {
 	var pooled []PointError
-	var sums []float64
+	var sums, nearSums []float64
 	for _, e := range es {
 		for i, pe := range e.KeypointError {
 			if i == len(pooled) {
 				pooled = append(pooled, PointError{Point: pe.Point})
-				sums = append(sums, 0)
+				sums, nearSums = append(sums, 0), append(nearSums, 0)
 			}
 			pooled[i].Frames += pe.Frames
 			pooled[i].OnOther += pe.OnOther
+			pooled[i].Near += pe.Near
 			sums[i] += pe.MeanPx * float64(pe.Frames)
+			nearSums[i] += pe.NearMeanPx * float64(pe.Near)
 		}
 	}
 	for i := range pooled {
 		if pooled[i].Frames > 0 {
 			pooled[i].MeanPx = sums[i] / float64(pooled[i].Frames)
+		}
+		if pooled[i].Near > 0 {
+			pooled[i].NearMeanPx = nearSums[i] / float64(pooled[i].Near)
 		}
 	}
 	return pooled

@@ -50,22 +50,26 @@ func Summary(l *Ledger, t *Timing) string {
 	})
 	if hasKeypoints(l) {
 		fmt.Fprintf(&b, "\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (%s), over the frames that showed each (– where none did); meaningful for checkpoints trained with keypoint supervision. In a memory task that cues an object a fourth number is the target keypoint's error in the frames after the cue, against where the cued object is: what the policy remembers. A percentage after the target or destination error is the share of its frames in which that point marked the other of the two objects (more than 8 px from its own label, within 8 px of the other's).\n\n", strings.Join(sim.KeypointNames[:], " / "))
-		table(&b, l, rows, func(st Stats) string {
-			if len(st.KeypointError) == 0 {
-				return "–"
+		table(&b, l, rows, pointCells(func(pe PointError) string {
+			c := "–"
+			if pe.Frames > 0 {
+				c = fmt.Sprintf("%.1f", pe.MeanPx)
 			}
-			parts := make([]string, len(st.KeypointError))
-			for i, pe := range st.KeypointError {
-				parts[i] = "–"
-				if pe.Frames > 0 {
-					parts[i] = fmt.Sprintf("%.1f", pe.MeanPx)
-				}
-				if pe.OnOther > 0 {
-					parts[i] += fmt.Sprintf(" (%.0f %% on the other)", 100*float64(pe.OnOther)/float64(pe.Frames))
-				}
+			if pe.OnOther > 0 {
+				c += fmt.Sprintf(" (%.0f %% on the other)", 100*float64(pe.OnOther)/float64(pe.Frames))
 			}
-			return strings.Join(parts, " / ")
-		})
+			return c
+		}))
+		fmt.Fprintf(&b, "\n## Keypoint precision\n\nThe same over the frames in which each point lay within 8 px of its label, that is, where it marked the right thing: their mean distance in pixels and their share of the frames that showed the point (%s).\n\n", strings.Join(sim.KeypointNames[:], " / "))
+		table(&b, l, rows, pointCells(func(pe PointError) string {
+			switch {
+			case pe.Near > 0:
+				return fmt.Sprintf("%.1f (%.0f %%)", pe.NearMeanPx, 100*float64(pe.Near)/float64(pe.Frames))
+			case pe.Frames > 0:
+				return "– (0 %)"
+			}
+			return "–"
+		}))
 	}
 	if hasGoalProbe(l) {
 		b.WriteString("\n## Goal probe error\n\nMean distance in cm between the policy's goal probe and where the goal stood at the episode's start, in the frames after a memory task's cue (every frame of a task without one) and, in brackets, in the frames that showed the cue: after the cue only the memory knows the place.\n\n")
@@ -117,6 +121,21 @@ func Summary(l *Ledger, t *Timing) string {
 		}
 	}
 	return b.String()
+}
+
+// pointCells is a table cell of a run's keypoints: cell of each point,
+// separated by slashes; – for a run without keypoints.
+func pointCells(cell func(PointError) string) func(Stats) string {
+	return func(st Stats) string {
+		if len(st.KeypointError) == 0 {
+			return "–"
+		}
+		parts := make([]string, len(st.KeypointError))
+		for i, pe := range st.KeypointError {
+			parts[i] = cell(pe)
+		}
+		return strings.Join(parts, " / ")
+	}
 }
 
 // hasKeypoints reports whether any run reported keypoints.
