@@ -26,7 +26,8 @@ Closed loop (default): every run (each checkpoint, each of its ablations, the ex
 N seeded episodes of every task; episode i uses seed S+i. Writes DIR/ledger.json (deterministic),
 DIR/timing.json (latencies), DIR/summary.md, DIR/success_per_family.png, DIR/success_vs_length.png
 and DIR/videos/RUN/TASK-EPISODE.gif for the first K episodes of each task. Checkpoints with a
-keypoint token also get their keypoint error (pixels from the simulator's hand, target and destination points).
+keypoint token also get their keypoint error (pixels from the simulator's hand, target and destination points; over all frames,
+and over those within 8 px of the point: its precision where it marks the right thing).
 Every checkpoint is compared with the noise-free expert on the states its rollouts reach (mode,
 arm displacement, gripper); --traces K writes DIR/traces/RUN/TASK-EPISODE.csv: both actions, the hand, the target and the grasp per step.
 Offline (--data DIR): per-step action error (MAE per dimension, bin accuracy) of each checkpoint
