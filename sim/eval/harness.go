@@ -568,7 +568,7 @@ type keypointTally struct {
 	framePx [sim.KeypointCount]float64
 	points  [sim.KeypointCount]pointSum
 	onOther [sim.KeypointCount]int
-	// remembered sums the target's error after the cue as frames sums
+	// remembered sums the target's error after the cue, as points sums
 	// each point's.
 	remembered pointSum
 	reported   bool
@@ -632,6 +632,14 @@ func (p *pointSum) add(px float64) {
 		p.nearPx += px
 		p.near++
 	}
+}
+
+// addError adds an episode's PointError e, pooled frame-weighted.
+func (p *pointSum) addError(e PointError) {
+	p.px += e.MeanPx * float64(e.Frames)
+	p.frames += e.Frames
+	p.nearPx += e.NearMeanPx * float64(e.Near)
+	p.near += e.Near
 }
 
 // result is the sum's PointError for the point named name.

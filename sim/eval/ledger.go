@@ -238,27 +238,21 @@ func stats(es []EpisodeResult) Stats {
 // errors, point by point; nil when no episode has any.
 func poolPointErrors(es []EpisodeResult) []PointError {
 	var pooled []PointError
-	var sums, nearSums []float64
+	var sums []pointSum
 	for _, e := range es {
 		for i, pe := range e.KeypointError {
 			if i == len(pooled) {
 				pooled = append(pooled, PointError{Point: pe.Point})
-				sums, nearSums = append(sums, 0), append(nearSums, 0)
+				sums = append(sums, pointSum{})
 			}
-			pooled[i].Frames += pe.Frames
 			pooled[i].OnOther += pe.OnOther
-			pooled[i].Near += pe.Near
-			sums[i] += pe.MeanPx * float64(pe.Frames)
-			nearSums[i] += pe.NearMeanPx * float64(pe.Near)
+			sums[i].addError(pe)
 		}
 	}
 	for i := range pooled {
-		if pooled[i].Frames > 0 {
-			pooled[i].MeanPx = sums[i] / float64(pooled[i].Frames)
-		}
-		if pooled[i].Near > 0 {
-			pooled[i].NearMeanPx = nearSums[i] / float64(pooled[i].Near)
-		}
+		onOther := pooled[i].OnOther
+		pooled[i] = sums[i].result(pooled[i].Point)
+		pooled[i].OnOther = onOther
 	}
 	return pooled
 }
