@@ -568,8 +568,8 @@ type keypointTally struct {
 	framePx [sim.KeypointCount]float64
 	points  [sim.KeypointCount]pointSum
 	onOther [sim.KeypointCount]int
-	// remembered sums the target's error after the cue, as points sums
-	// each point's.
+	// remembered sums the target's error after the cue the way points
+	// sums each point's error.
 	remembered pointSum
 	reported   bool
 }

@@ -249,10 +249,9 @@ func poolPointErrors(es []EpisodeResult) []PointError {
 			sums[i].addError(pe)
 		}
 	}
-	for i := range pooled {
-		onOther := pooled[i].OnOther
-		pooled[i] = sums[i].result(pooled[i].Point)
-		pooled[i].OnOther = onOther
+	for i, p := range pooled {
+		pooled[i] = sums[i].result(p.Point)
+		pooled[i].OnOther = p.OnOther
 	}
 	return pooled
 }
