@@ -365,6 +365,8 @@ func Presets() map[string]Spec {
 	kpVision.Head.Positions, kpVision.Head.PositionGridWidth = 16*20, 20
 	kpVision.Head.Hidden, kpVision.Head.HiddenKernel = 32, 3
 	kpVision.Head.Keypoints, kpVision.Head.Tokens, kpVision.Head.KeypointWindow = true, 5, 1
+	deepVision := kpVision
+	deepVision.Head.HiddenDepth = 2
 
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
@@ -431,6 +433,15 @@ func Presets() map[string]Spec {
 			Policy: Config{Preset: "kitchen", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
 			TTM: kitchenTTM, Vision: kpVision, Language: wordsLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		// kitchen-deep: kitchen with a second 3x3 stage in the vision
+		// head, so that each cell sees 5x5 cells of the map: its keypoints
+		// are sharper (docs/results.md, Perception).
+		"kitchen-deep": {
+			Policy: Config{Preset: "kitchen-deep", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
+			TTM: kitchenTTM, Vision: deepVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}

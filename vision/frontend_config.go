@@ -72,6 +72,10 @@ type HeadConfig struct {
 	// position from the 3x3 neighbourhood of each cell is 4x more precise
 	// than from the cell alone.
 	HiddenKernel int `json:"hidden_kernel,omitempty"`
+	// HiddenDepth, when 2, adds a second 3x3 stage of Hidden channels
+	// (convolution, GELU, added to its input) after the first, so that a
+	// cell sees 5x5 cells of the map.
+	HiddenDepth int `json:"hidden_depth,omitempty"`
 }
 
 // WithDefaults returns c with unset fields at their defaults.
@@ -122,6 +126,10 @@ func (c HeadConfig) Validate() error {
 	switch {
 	case c.HiddenKernel != 0 && c.HiddenKernel != 1 && c.HiddenKernel != 3:
 		return fmt.Errorf("vision head: hidden_kernel = %d (want 1 or 3)", c.HiddenKernel)
+	case c.HiddenDepth != 0 && c.HiddenDepth != 1 && c.HiddenDepth != 2:
+		return fmt.Errorf("vision head: hidden_depth = %d (want 1 or 2)", c.HiddenDepth)
+	case c.HiddenDepth == 2 && c.HiddenKernel != 3:
+		return fmt.Errorf("vision head: hidden_depth 2 needs hidden_kernel 3")
 	case c.HiddenKernel == 3 && (c.Hidden == 0 || c.PositionGridWidth == 0):
 		return fmt.Errorf("vision head: hidden_kernel 3 needs a hidden stage and position_grid_width (have %d and %d)", c.Hidden, c.PositionGridWidth)
 	}

@@ -52,9 +52,11 @@ type HeadParams struct {
 // HiddenParams are the tensors of the per-position stage before the
 // projection (HeadConfig.Hidden).
 type HiddenParams struct {
-	Kernel []float32 // (C, Hidden), or (3, 3, C, Hidden) for a 3x3 kernel
-	Bias   []float32 // (Hidden)
-	FiLM   FiLMParams
+	Kernel  []float32 // (C, Hidden), or (3, 3, C, Hidden) for a 3x3 kernel
+	Bias    []float32 // (Hidden)
+	FiLM    FiLMParams
+	Kernel2 []float32 // (3, 3, Hidden, Hidden): the second stage (HiddenDepth 2), or nil
+	Bias2   []float32 // (Hidden)
 }
 
 // Head is the trainable Go side of the front end: a 1x1 projection of the
@@ -114,6 +116,10 @@ func headSpecs(c HeadConfig) []ParamSpec {
 			add("hidden/film/add/kernel", zeros, e, c.Hidden)
 			add("hidden/film/add/bias", zeros, c.Hidden)
 		}
+		if c.HiddenDepth == 2 {
+			add("hidden/conv3x3_2/kernel", xavier(9*c.Hidden, c.Hidden), 3, 3, c.Hidden, c.Hidden)
+			add("hidden/conv3x3_2/bias", zeros, c.Hidden)
+		}
 	}
 	add("conv1x1/kernel", xavier(projIn, d), projIn, d)
 	add("conv1x1/bias", zeros, d)
@@ -166,7 +172,8 @@ func (h *Head) View(flat []float32) HeadParams {
 			FiLM: FiLMParams{
 				MultKernel: v["hidden/film/mult/kernel"], MultBias: v["hidden/film/mult/bias"],
 				AddKernel: v["hidden/film/add/kernel"], AddBias: v["hidden/film/add/bias"],
-			}},
+			},
+			Kernel2: v["hidden/conv3x3_2/kernel"], Bias2: v["hidden/conv3x3_2/bias"]},
 		ProjKernel: v["conv1x1/kernel"],
 		ProjBias:   v["conv1x1/bias"],
 		PosEmbed:   v["pos_embedding"],
@@ -244,6 +251,12 @@ func (h *Head) NewActs(n int) *HeadActs {
 			a.Hid.Unfolded = make([]float32, 9*c.FeatureChannels*n)
 			a.Hid.dUnfolded = make([]float32, 9*c.FeatureChannels*n)
 		}
+		if c.HiddenDepth == 2 {
+			a.Hid.First, a.Hid.FirstT = make([]float32, n*hd), make([]float32, n*hd)
+			a.Hid.Unfolded2, a.Hid.Pre2 = make([]float32, 9*hd*n), make([]float32, n*hd)
+			a.Hid.dUnfolded2, a.Hid.dFirstT = make([]float32, 9*hd*n), make([]float32, n*hd)
+			a.Hid.Second, a.Hid.dFirst = make([]float32, n*hd), make([]float32, n*hd)
+		}
 	}
 	return a
 }
@@ -253,10 +266,15 @@ type HiddenActs struct {
 	Unfolded    []float32 // (9C, N) each position's 3x3 neighbourhood (a 3x3 kernel only)
 	Pre         []float32 // (N, Hidden) the convolution's output
 	FiLM        []float32 // (N, Hidden) after FiLM (a copy of Pre without it)
-	Out         []float32 // (N, Hidden) GELU(FiLM): the projection's input
+	Out         []float32 // (N, Hidden) GELU(FiLM), plus the second stage's GELU(Pre2): the projection's input
 	Gamma, Beta []float32 // (Hidden)
 
+	// The second stage (HiddenDepth 2): First = GELU(FiLM), its
+	// transpose, that transpose unfolded, and its convolution's output.
+	First, FirstT, Unfolded2, Pre2, Second []float32 // (N, Hidden), (Hidden, N), (9·Hidden, N), (N, Hidden), GELU(Pre2) (N, Hidden)
+
 	dOut, dFiLM, dPre, dGamma, dBeta, dUnfolded []float32
+	dUnfolded2, dFirstT, dFirst                 []float32
 }
 
 // Unfold3x3Forward writes each position's 3x3 neighbourhood of feat
@@ -340,7 +358,11 @@ func (h *Head) Forward(out []float32, a *HeadActs, feat, e []float32) {
 		} else {
 			copy(ha.FiLM, ha.Pre)
 		}
-		nn.GELUForward(ha.Out, ha.FiLM)
+		if c.HiddenDepth == 2 {
+			h.secondStageForward(ha, n, hd)
+		} else {
+			nn.GELUForward(ha.Out, ha.FiLM)
+		}
 		nn.Dense(a.Proj, ha.Out, h.P.ProjKernel, h.P.ProjBias, n, hd, d)
 	} else {
 		ProjectForward(a.Proj, feat, h.P.ProjKernel, h.P.ProjBias, c.FeatureChannels, n, d)
@@ -409,7 +431,11 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	clear(ha.dOut)
 	nn.DenseBackward(ha.dOut, g.ProjKernel, g.ProjBias, dProj, ha.Out, h.P.ProjKernel, n, hd, d)
 	clear(ha.dFiLM)
-	nn.GELUBackward(ha.dFiLM, ha.dOut, ha.FiLM, ha.Out)
+	if c.HiddenDepth == 2 {
+		h.secondStageBackward(g, ha, n, hd)
+	} else {
+		nn.GELUBackward(ha.dFiLM, ha.dOut, ha.FiLM, ha.Out)
+	}
 	dPre := ha.dFiLM
 	if c.FiLM == FiLMHead {
 		clear(ha.dPre)
@@ -432,6 +458,35 @@ func (h *Head) Backward(g *HeadParams, dEmb, dFeat, dOut []float32, a *HeadActs,
 	if dFeat != nil {
 		Unfold3x3Backward(dFeat, dIn, c.FeatureChannels, n, c.PositionGridWidth)
 	}
+}
+
+// secondStageForward: First = GELU(FiLM); Out = First + GELU(conv3x3(First)).
+func (h *Head) secondStageForward(ha *HiddenActs, n, hd int) {
+	w := h.Config.PositionGridWidth
+	nn.GELUForward(ha.First, ha.FiLM)
+	nn.Transpose(ha.FirstT, ha.First, n, hd)
+	Unfold3x3Forward(ha.Unfolded2, ha.FirstT, hd, n, w)
+	ProjectForward(ha.Pre2, ha.Unfolded2, h.P.Hidden.Kernel2, h.P.Hidden.Bias2, 9*hd, n, hd)
+	nn.GELUForward(ha.Second, ha.Pre2)
+	copy(ha.Out, ha.First)
+	nn.Add(ha.Out, ha.Second)
+}
+
+// secondStageBackward turns ha.dOut into ha.dFiLM (cleared by the caller)
+// through the second stage, accumulating its parameters' gradients. It
+// uses ha.dPre as scratch before the first stage needs it.
+func (h *Head) secondStageBackward(g *HeadParams, ha *HiddenActs, n, hd int) {
+	w := h.Config.PositionGridWidth
+	dPre2, dFirst := ha.dPre, ha.dFirst
+	clear(dPre2)
+	nn.GELUBackward(dPre2, ha.dOut, ha.Pre2, ha.Second)
+	clear(ha.dUnfolded2)
+	ProjectBackward(ha.dUnfolded2, g.Hidden.Kernel2, g.Hidden.Bias2, dPre2, ha.Unfolded2, h.P.Hidden.Kernel2, 9*hd, n, hd)
+	clear(ha.dFirstT)
+	Unfold3x3Backward(ha.dFirstT, ha.dUnfolded2, hd, n, w)
+	nn.Transpose(dFirst, ha.dFirstT, hd, n)
+	nn.Add(dFirst, ha.dOut) // the residual
+	nn.GELUBackward(ha.dFiLM, dFirst, ha.FiLM, ha.First)
 }
 
 // sinCos2D writes the 2-D sine-cosine code of a grid of positions, width

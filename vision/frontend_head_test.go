@@ -35,20 +35,11 @@ func naiveHead(h *Head, feat, e []float32, n int) []float64 {
 		gw := max(c.PositionGridWidth, 1)
 		for p := range n {
 			for j := range hd {
-				s := float64(h.P.Hidden.Bias[j])
-				if c.HiddenKernel == 3 { // the convolution by its definition, kernel (3, 3, C, hd)
-					for ky := range 3 {
-						for kx := range 3 {
-							y, x := p/gw+ky-1, p%gw+kx-1
-							if y < 0 || y >= n/gw || x < 0 || x >= gw {
-								continue
-							}
-							for ch := range C {
-								s += float64(feat[ch*n+y*gw+x]) * float64(h.P.Hidden.Kernel[((ky*3+kx)*C+ch)*hd+j])
-							}
-						}
-					}
+				var s float64
+				if c.HiddenKernel == 3 {
+					s = naiveConv3x3(feat, h.P.Hidden.Kernel, h.P.Hidden.Bias, C, hd, n, gw, p, j)
 				} else {
+					s = float64(h.P.Hidden.Bias[j])
 					for ch := range C {
 						s += float64(feat[ch*n+p]) * float64(h.P.Hidden.Kernel[ch*hd+j])
 					}
@@ -61,8 +52,17 @@ func naiveHead(h *Head, feat, e []float32, n int) []float64 {
 					}
 					s = s*(1+g) + b
 				}
-				hid[j*n+p] = float32(0.5 * s * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(s+0.044715*s*s*s))))
+				hid[j*n+p] = float32(naiveGELU(s))
 			}
+		}
+		if c.HiddenDepth == 2 { // hid += GELU(conv3x3(hid))
+			next := slices.Clone(hid)
+			for p := range n {
+				for j := range hd {
+					next[j*n+p] += float32(naiveGELU(naiveConv3x3(hid, h.P.Hidden.Kernel2, h.P.Hidden.Bias2, hd, hd, n, gw, p, j)))
+				}
+			}
+			hid = next
 		}
 		feat, C = hid, hd
 	}
@@ -91,13 +91,40 @@ func naiveHead(h *Head, feat, e []float32, n int) []float64 {
 	return out
 }
 
+// naiveConv3x3 is output channel j at position p of a zero-padded 3x3
+// convolution by its definition: in (C, N) on a grid gw wide, kernel
+// (3, 3, C, out), bias (out).
+func naiveConv3x3(in, kernel, bias []float32, c, out, n, gw, p, j int) float64 {
+	s := float64(bias[j])
+	for ky := range 3 {
+		for kx := range 3 {
+			y, x := p/gw+ky-1, p%gw+kx-1
+			if y < 0 || y >= n/gw || x < 0 || x >= gw {
+				continue
+			}
+			for ch := range c {
+				s += float64(in[ch*n+y*gw+x]) * float64(kernel[((ky*3+kx)*c+ch)*out+j])
+			}
+		}
+	}
+	return s
+}
+
+// naiveGELU is GELU's tanh approximation in float64.
+func naiveGELU(s float64) float64 {
+	return 0.5 * s * (1 + math.Tanh(math.Sqrt(2/math.Pi)*(s+0.044715*s*s*s)))
+}
+
 func TestHeadForwardMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(31, 32))
 	for _, film := range []FiLMPlacement{FiLMHead, FiLMBackbone} {
-		for _, hidden := range []int{0, 10, 30} { // 30: 10 wide with a 3x3 kernel
+		for _, hidden := range []int{0, 10, 30, 60} { // 30: 10 wide with a 3x3 kernel; 60: two 3x3 stages
 			c := HeadConfig{FeatureChannels: 24, Dim: 16, EmbeddingDim: 12, Tokens: 4, TokenLearnerHidden: 8, FiLM: film, Hidden: hidden}
-			if hidden == 30 {
+			if hidden >= 30 {
 				c.Hidden, c.HiddenKernel, c.Positions, c.PositionGridWidth = 10, 3, 20, 5
+			}
+			if hidden == 60 {
+				c.HiddenDepth = 2
 			}
 			h := randomHead(t, c, r)
 			const n = 20
@@ -156,6 +183,7 @@ func TestHeadGradients(t *testing.T) {
 		{FiLMHead, false, 3, false, 0}, {FiLMBackbone, false, 3, false, 0}, {FiLMHead, true, 3, true, 0}, {FiLMBackbone, true, 0, true, 0},
 		{FiLMHead, true, 33, true, 0}, // 33: 3 wide with a 3x3 kernel
 		{FiLMHead, true, 0, false, 1}, {FiLMHead, true, 33, true, 1},
+		{FiLMHead, true, 66, true, 0}, {FiLMBackbone, true, 66, false, 1}, // 66: two 3x3 stages
 	} {
 		film := tc.film
 		name := string(film)
@@ -167,6 +195,9 @@ func TestHeadGradients(t *testing.T) {
 		}
 		if tc.hidden == 33 {
 			name += "3x3"
+		}
+		if tc.hidden == 66 {
+			name += "3x3x2"
 		}
 		if tc.supervise {
 			name += "+supervised"
@@ -184,8 +215,11 @@ func TestHeadGradients(t *testing.T) {
 				n = 12
 				c.Positions, c.PositionGridWidth, c.KeypointWindow = 12, 4, tc.window
 			}
-			if tc.hidden == 33 {
+			if tc.hidden >= 33 {
 				c.Hidden, c.HiddenKernel = 3, 3
+			}
+			if tc.hidden == 66 {
+				c.HiddenDepth = 2
 			}
 			h := randomHead(t, c, r)
 			feat, e := randFloats(r, 5*n, 1), randFloats(r, 3, 1)
@@ -436,6 +470,7 @@ func TestHeadDoesNotAllocate(t *testing.T) {
 	for _, c := range []HeadConfig{
 		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true},
 		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true, Hidden: 16, HiddenKernel: 3},
+		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true, Hidden: 16, HiddenKernel: 3, HiddenDepth: 2},
 		{FeatureChannels: 64, Dim: 32, EmbeddingDim: 16, Positions: 25, PositionGridWidth: 5, Keypoints: true, KeypointWindow: 1},
 	} {
 		h := randomHead(t, c, r)
@@ -447,13 +482,13 @@ func TestHeadDoesNotAllocate(t *testing.T) {
 		g := h.View(grads)
 		labels := []float32{0.5, 0.5, 1}
 		if allocs := testing.AllocsPerRun(20, func() { h.Forward(out, a, feat, e) }); allocs != 0 {
-			t.Errorf("hidden %d: Forward: %v allocations", c.Hidden, allocs)
+			t.Errorf("hidden %d, depth %d: Forward: %v allocations", c.Hidden, c.HiddenDepth, allocs)
 		}
 		if allocs := testing.AllocsPerRun(20, func() {
 			SuperviseKeypoints(a.KP, labels, 1, 1)
 			h.Backward(&g, nil, nil, out, a, feat, e)
 		}); allocs != 0 {
-			t.Errorf("hidden %d: supervised Backward: %v allocations", c.Hidden, allocs)
+			t.Errorf("hidden %d, depth %d: supervised Backward: %v allocations", c.Hidden, c.HiddenDepth, allocs)
 		}
 	}
 }
@@ -472,9 +507,11 @@ func TestHeadConfigRejects(t *testing.T) {
 		{FeatureChannels: 8, Hidden: -1},
 		{FeatureChannels: 8, Hidden: 1 << 20},
 		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 2},
-		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 3},                            // no grid
-		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, HiddenKernel: 3},   // no hidden stage
-		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, KeypointWindow: 1}, // no keypoints
+		{FeatureChannels: 8, Hidden: 4, HiddenKernel: 3},                                                     // no grid
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, HiddenKernel: 3},                            // no hidden stage
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, Hidden: 4, HiddenDepth: 2},                  // a second stage after a 1x1 one
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, Hidden: 4, HiddenKernel: 3, HiddenDepth: 3}, // at most two stages
+		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, KeypointWindow: 1},                          // no keypoints
 		{FeatureChannels: 8, Positions: 4, PositionGridWidth: 2, Keypoints: true, KeypointWindow: -1},
 	} {
 		if _, err := NewHead(c); err == nil {
