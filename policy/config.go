@@ -336,6 +336,10 @@ func (s Spec) Validate() error {
 //
 // kitchen: small-memory-prior at the design's memory, m 96 and r 16: the
 // committed kitchen policy's preset.
+//
+// kitchen-deep: kitchen with a second 3x3 stage in the vision head
+// (vision.HeadConfig.HiddenDepth), so that each cell sees 5x5 cells of
+// the map: sharper keypoints (docs/results.md, Perception).
 func Presets() map[string]Spec {
 	robotTTM, _ := ttm.Preset("robot")
 	robotVision := vision.DefaultConfig(1280)
@@ -365,8 +369,6 @@ func Presets() map[string]Spec {
 	kpVision.Head.Positions, kpVision.Head.PositionGridWidth = 16*20, 20
 	kpVision.Head.Hidden, kpVision.Head.HiddenKernel = 32, 3
 	kpVision.Head.Keypoints, kpVision.Head.Tokens, kpVision.Head.KeypointWindow = true, 5, 1
-	deepVision := kpVision
-	deepVision.Head.HiddenDepth = 2
 
 	proprioTTM := smallTTM
 	proprioTTM.InputTokens++
@@ -375,7 +377,7 @@ func Presets() map[string]Spec {
 	kitchenTTM.MemorySize, kitchenTTM.ProcessSize = 96, 16
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
-	return map[string]Spec{
+	presets := map[string]Spec{
 		"robot": {
 			Policy: Config{Preset: "robot", ActionSpace: action.RT1(), Padding: 5},
 			TTM:    robotTTM, Vision: robotVision, Language: language.DefaultConfig(),
@@ -435,16 +437,12 @@ func Presets() map[string]Spec {
 			TTM: kitchenTTM, Vision: kpVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
-		// kitchen-deep: kitchen with a second 3x3 stage in the vision
-		// head, so that each cell sees 5x5 cells of the map: its keypoints
-		// are sharper (docs/results.md, Perception).
-		"kitchen-deep": {
-			Policy: Config{Preset: "kitchen-deep", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
-				MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
-			TTM: kitchenTTM, Vision: deepVision, Language: wordsLang,
-			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
-		},
 	}
+	deep := presets["kitchen"]
+	deep.Policy.Preset, deep.Policy.Proprio = "kitchen-deep", slices.Clone(action.ArmProprio)
+	deep.Vision.Head.HiddenDepth = 2
+	presets["kitchen-deep"] = deep
+	return presets
 }
 
 // The small-keypoints preset's backbone map: the output of MBConv block 5
