@@ -22,7 +22,10 @@ package sim
 // point of the worktop (TableHeight) under them, which a calibrated
 // camera back-projects exactly to where they stand (policy.Config's
 // TargetGeometry). Their centres would land behind them, by a quarter of
-// the distance for a bottle.
+// the distance for a bottle. A drawer's handle is labelled at itself: it
+// does not stand on the worktop, and its footprint is the other drawer's
+// handle's too; its line of sight passes it (policy.Config's
+// GeometrySightline).
 const KeypointCount = 3
 
 // KeypointNames names the labelled points, in label order.
@@ -47,7 +50,11 @@ func MemoryKeypointLabels(dst []float32, s *State, h, w int) { keypointLabels(ds
 func keypointLabels(dst []float32, s *State, h, w int, remembered bool) {
 	g := &s.Goal
 	dest, hasDest := s.destination()
-	points := [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), onWorktop(s.goalPoint()), onWorktop(dest)}
+	target := onWorktop(s.goalPoint())
+	if g.Kind == GoalDrawer {
+		target = s.goalPoint()
+	}
+	points := [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), target, onWorktop(dest)}
 	shown := [KeypointCount]bool{
 		true,
 		remembered || g.Cue == CueNone || s.Step < g.CueSteps,

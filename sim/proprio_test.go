@@ -52,11 +52,11 @@ func TestHeadcamBackproject(t *testing.T) {
 
 // TestTargetLabelsBackproject: the target and destination labels, back-
 // projected onto the worktop by the headcam's pinhole model, are where the
-// goal's object (a drawer goal: its handle) and its destination stand in
-// the base frame, over every task's expert episodes: objects standing,
-// fallen or held, handles, spots. The destination is labelled only for
-// the goals that have one, and neither point where the frame cannot show
-// it (a memory task's cue gone).
+// goal's object and its destination stand in the base frame, over every
+// task's expert episodes: objects standing, fallen or held, spots; a
+// drawer goal's handle is labelled where the camera sees it. The
+// destination is labelled only for the goals that have one, and neither
+// point where the frame cannot show it (a memory task's cue gone).
 func TestTargetLabelsBackproject(t *testing.T) {
 	h, w := geometryHeight, geometryWidth
 	labels := make([]float32, KeypointLabelLen)
@@ -95,6 +95,13 @@ func TestTargetLabelsBackproject(t *testing.T) {
 							continue
 						}
 						checked[i]++
+						if i == 1 && s.Goal.Kind == GoalDrawer { // the handle itself
+							u, v, _ := ImagePoint(s, h, w, want[i])
+							if math.Abs(float64(l[0])-u/float64(w)) > 1e-6 || math.Abs(float64(l[1])-v/float64(h)) > 1e-6 {
+								t.Fatalf("step %d: the handle's label (%v, %v), it is seen at (%v, %v)", s.Step, l[0], l[1], u/float64(w), v/float64(h))
+							}
+							continue
+						}
 						bx, by, ok := headcamBackproject(float64(l[0]), float64(l[1]), h, w, TableHeight)
 						p := s.ToBase(want[i])
 						if !ok || math.Abs(bx-p[0]) > 1e-3 || math.Abs(by-p[1]) > 1e-3 {

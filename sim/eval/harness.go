@@ -558,9 +558,10 @@ type keypointer interface {
 // keypointTally sums an agent's keypoint errors, in pixels, against the
 // labels of the frames it acted on: the agent's keypoint i against
 // labelled point i (sim.KeypointLabels), as keypoint supervision pairs
-// them. In a memory task that cues an object it also sums the target
-// keypoint's error in the frames after the cue, against where the cued
-// object is (sim.MemoryKeypointLabels): what the agent remembers.
+// them. In a memory task that cues its target (an object, a drawer) it
+// also sums the target keypoint's error in the frames after the cue,
+// against where the cued target is (sim.MemoryKeypointLabels): what the
+// agent remembers.
 type keypointTally struct {
 	labels, memory [sim.KeypointLabelLen]float32
 	// framePx is the last frame's error of each point, -1 where the
@@ -606,9 +607,7 @@ func (t *keypointTally) add(k keypointer, s *sim.State, h, w int) {
 			t.onOther[i]++
 		}
 	}
-	// Both drawers' handles stand over the same point of the worktop, the
-	// footprint their labels mark: it cannot tell them apart.
-	if s.Goal.Cue == sim.CueNone || s.Goal.Kind == sim.GoalDrawer || !t.reported {
+	if s.Goal.Cue == sim.CueNone || !t.reported {
 		return
 	}
 	sim.MemoryKeypointLabels(t.memory[:], s, h, w)

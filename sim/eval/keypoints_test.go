@@ -65,21 +65,24 @@ func TestKeypointError(t *testing.T) {
 		return agentPlayer{newAgent: func() sim.Agent { return &pointer{shown: &shown} }, privileged: true}, nil
 	}}
 	quitter := customRun("quitter", func() sim.Agent { return &terminator{} })
-	cfg := Config{Tasks: tasks(t, "pick,knock,cue_pick"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1,
+	cfg := Config{Tasks: tasks(t, "pick,knock,cue_pick,pointed_drawer"), Episodes: 2, Seed: 3, Height: 64, Width: 80, Workers: 1,
 		Runs: []RunSpec{run, quitter}}
 	led, _, err := Evaluate(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if r := led.PerFamily["pointed_drawer"].KeypointError; len(r) == sim.KeypointCount+1 && (r[3].Frames == 0 || r[3].MeanPx > 1e-3) {
+		t.Errorf("pointed_drawer's keypoint_error %+v, want the handle remembered after the arrow", r)
 	}
 	got := led.Overall.KeypointError
 	if len(got) != sim.KeypointCount+1 {
 		t.Fatalf("overall keypoint_error %+v, want %d points and the remembered target", got, sim.KeypointCount)
 	}
 	if d := got[2]; d.Point != "destination" || d.Frames != 0 || shown[2] != 0 {
-		t.Errorf("pick, knock and cue_pick have no destination, got %+v over %d shown frames", d, shown[2])
+		t.Errorf("pick, knock, cue_pick and pointed_drawer have no destination, got %+v over %d shown frames", d, shown[2])
 	}
 	if r := got[3]; r.Point != RememberedTarget || r.Frames == 0 || r.MeanPx > 1e-3 {
-		t.Errorf("remembered target %+v, want 0 px over the frames after cue_pick's cue", r)
+		t.Errorf("remembered target %+v, want 0 px over the frames after cue_pick's and pointed_drawer's cues", r)
 	}
 	for i, want := range []float64{5, 0} {
 		pe := got[i]
@@ -89,7 +92,7 @@ func TestKeypointError(t *testing.T) {
 	}
 	for f, st := range led.PerFamily {
 		want := sim.KeypointCount
-		if f == "cue_pick" {
+		if f == "cue_pick" || f == "pointed_drawer" {
 			want++
 		}
 		if len(st.KeypointError) != want || math.Abs(st.KeypointError[0].MeanPx-5) > 1e-3 {

@@ -78,9 +78,9 @@ type Stats struct {
 	Terminated int `json:"terminated"`
 	// KeypointError is the agent's image-point error over these episodes'
 	// frames; absent for agents without keypoints. In a memory task that
-	// cues an object (cue_pick) a fourth entry, RememberedTarget, is the
-	// target keypoint's error in the frames after the cue, which no
-	// longer show which object it marked.
+	// cues its target (cue_pick's object, pointed_drawer's handle) a
+	// fourth entry, RememberedTarget, is the target keypoint's error in
+	// the frames after the cue, which no longer show which one it marked.
 	KeypointError []PointError `json:"keypoint_error,omitempty"`
 	// GoalProbe pools the episodes' goal probe errors (frame-weighted);
 	// absent for agents without a probe.

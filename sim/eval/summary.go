@@ -49,7 +49,7 @@ func Summary(l *Ledger, t *Timing) string {
 		return fmt.Sprintf("%.1f / %.1f", *st.MeanStepsToSuccess, *st.MedianStepsToSuccess)
 	})
 	if hasKeypoints(l) {
-		fmt.Fprintf(&b, "\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (%s), over the frames that showed each (– where none did); meaningful for checkpoints trained with keypoint supervision. In a memory task that cues an object a fourth number is the target keypoint's error in the frames after the cue, against where the cued object is: what the policy remembers. A percentage after the target or destination error is the share of its frames in which that point marked the other of the two objects (more than 8 px from its own label, within 8 px of the other's).\n\n", strings.Join(sim.KeypointNames[:], " / "))
+		fmt.Fprintf(&b, "\n## Keypoint error\n\nMean distance in pixels between the policy's keypoints and the simulator's labelled points (%s), over the frames that showed each (– where none did); meaningful for checkpoints trained with keypoint supervision. In a memory task that cues its target (an object, a drawer) a fourth number is the target keypoint's error in the frames after the cue, against where the cued target is: what the policy remembers. A percentage after the target or destination error is the share of its frames in which that point marked the other of the two objects (more than 8 px from its own label, within 8 px of the other's).\n\n", strings.Join(sim.KeypointNames[:], " / "))
 		table(&b, l, rows, pointCells(func(pe PointError) string {
 			c := "–"
 			if pe.Frames > 0 {
