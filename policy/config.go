@@ -78,6 +78,15 @@ type Config struct {
 	// centimetre's correction off values of order one instead of as the
 	// difference of two inputs of order one metre.
 	GeometryRelative float64 `json:"geometry_relative,omitempty"`
+	// GeometrySightline, with GeometryRelative, adds to each geometry
+	// point where its line of sight (the camera's ray through the
+	// keypoint, vision.CameraGeometry.AtDepth) passes the hand's depth
+	// (hand_x): its y and z there from the hand's (hand_y, hand_z),
+	// divided by GeometryRelative (zeros when the ray does not reach that
+	// depth). A drawer's handle is on the cabinet's front, not on the
+	// worktop TargetGeometry back-projects onto; a hand on the handle's
+	// line of sight at the handle's depth is at the handle.
+	GeometrySightline bool `json:"geometry_sightline,omitempty"`
 	// MemoryFiLM lets the memory steer what the policy looks for: the
 	// embedding that conditions FiLM is the instruction's plus a Dense
 	// layer (d to the language width, no bias, zeros when created) of the
@@ -132,10 +141,14 @@ const TargetGeometryLen = 3
 
 // geometryPointLen is the number of values of one geometry point.
 func (c Config) geometryPointLen() int {
+	n := TargetGeometryLen
 	if c.GeometryRelative > 0 {
-		return TargetGeometryLen + 2
+		n += 2
 	}
-	return TargetGeometryLen
+	if c.GeometrySightline {
+		n += 2
+	}
+	return n
 }
 
 // geometryPoints is the number of keypoints TargetGeometry back-projects.
@@ -183,6 +196,9 @@ func (c Config) validate() error {
 	if r := c.GeometryRelative; r < 0 || math.IsInf(r, 0) || math.IsNaN(r) ||
 		r > 0 && (c.TargetGeometry == nil || !slices.Contains(c.Proprio, "hand_x") || !slices.Contains(c.Proprio, "hand_y")) {
 		return fmt.Errorf("policy: geometry relative to the hand by %v m: want 0, or a positive length with a target geometry and the hand_x and hand_y proprioception", r)
+	}
+	if c.GeometrySightline && (c.GeometryRelative <= 0 || !slices.Contains(c.Proprio, "hand_z")) {
+		return errors.New("policy: the geometry's line of sight needs the geometry relative to the hand and the hand_z proprioception")
 	}
 	if g := c.TargetGeometry; g != nil {
 		if err := g.Validate(); err != nil {
@@ -442,6 +458,9 @@ func Presets() map[string]Spec {
 	deep.Policy.Preset, deep.Policy.Proprio = "kitchen-deep", slices.Clone(action.ArmProprio)
 	deep.Vision.Head.HiddenDepth = 2
 	presets["kitchen-deep"] = deep
+	sight := deep
+	sight.Policy.Preset, sight.Policy.Proprio, sight.Policy.GeometrySightline = "kitchen-sightline", slices.Clone(action.ArmProprio), true
+	presets["kitchen-sightline"] = sight
 	return presets
 }
 

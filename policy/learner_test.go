@@ -608,10 +608,11 @@ func TestLearnerGeometryFromLabels(t *testing.T) {
 		return []float32{x, y, 1}
 	}
 	own := func(step, c int) []float32 {
-		u, v := l.acts[step].KP.Point(c)
-		g := make([]float32, 3)
-		labelledGeometry(g, &testGeometry, u, v)
-		return g
+		x, y, ok := testGeometry.Backproject(l.acts[step].KP.Point(c))
+		if !ok {
+			return []float32{0, 0, 0}
+		}
+		return []float32{x, y, 1}
 	}
 	for _, tc := range []struct {
 		step, c int

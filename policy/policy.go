@@ -416,61 +416,53 @@ func (p *Policy) proprioInput(q []float32, kp *vision.KeypointActs, camera *visi
 }
 
 // geometryInputs writes TargetGeometry's values for the robot's reading q
-// into dst: for each point, where keypoint channel 1+i of kp lies on the
-// work surface, or where its label lies wherever labels (the keypoint
-// supervision's layout: u, v, weight per point; nil for none) show it;
-// then, with GeometryRelative, the points relative to the hand; all
-// through the calibration g. Step and the Learner both call it, so
-// inference and training read the same.
+// into dst: for each point (geometryPoint), keypoint channel 1+i of kp, or
+// its label wherever labels (the keypoint supervision's layout: u, v,
+// weight per point; nil for none) show it; all through the calibration g.
+// Step and the Learner both call it, so inference and training read the
+// same.
 func (c *Config) geometryInputs(dst, q []float32, kp *vision.KeypointActs, labels []float32, g *vision.CameraGeometry) {
 	const per = vision.KeypointLabelLen
+	n := c.geometryPointLen()
 	for i := range c.geometryPoints() {
-		pt, ch := dst[i*c.geometryPointLen():], 1+i
+		ch := 1 + i
+		var u, v float32
 		if len(labels) >= (ch+1)*per && labels[ch*per+2] > 0 {
-			labelledGeometry(pt, g, labels[ch*per], labels[ch*per+1])
+			u, v = labels[ch*per], labels[ch*per+1]
 		} else {
-			targetGeometry(pt, g, kp, ch)
+			u, v = kp.Point(ch)
 		}
+		c.geometryPoint(dst[i*n:(i+1)*n], q, g, u, v)
 	}
-	c.relativeGeometry(dst, q)
 }
 
-// targetGeometry writes where keypoint channel c of kp lies on the work
-// surface into dst (TargetGeometryLen): x, y, 1; or zeros when its ray
-// misses the surface.
-func targetGeometry(dst []float32, g *vision.CameraGeometry, kp *vision.KeypointActs, c int) {
-	u, v := kp.Point(c)
-	labelledGeometry(dst, g, u, v)
-}
-
-// relativeGeometry fills in, with GeometryRelative, each geometry point's
-// position relative to the hand of reading q, in dst (the geometry's
-// values, their absolute positions written).
-func (c *Config) relativeGeometry(dst, q []float32) {
+// geometryPoint writes the values of the geometry point at image point
+// (u, v) into dst (geometryPointLen): where it lies on the work surface,
+// x, y, 1 (zeros when its ray misses the surface); with GeometryRelative,
+// that x and y from the hand of reading q; with GeometrySightline, where
+// its line of sight passes the hand's depth, y and z from the hand (zeros
+// when it does not reach it).
+func (c *Config) geometryPoint(dst, q []float32, g *vision.CameraGeometry, u, v float32) {
+	clear(dst)
+	x, y, onSurface := g.Backproject(u, v)
+	if onSurface {
+		dst[0], dst[1], dst[2] = x, y, 1
+	}
 	if c.GeometryRelative <= 0 {
 		return
 	}
 	hx, hy := q[slices.Index(c.Proprio, "hand_x")], q[slices.Index(c.Proprio, "hand_y")]
 	scale := float32(1 / c.GeometryRelative)
-	n := c.geometryPointLen()
-	for i := range c.geometryPoints() {
-		pt := dst[i*n : (i+1)*n]
-		if pt[2] == 0 { // the ray missed
-			pt[3], pt[4] = 0, 0
-			continue
-		}
-		pt[3], pt[4] = (pt[0]-hx)*scale, (pt[1]-hy)*scale
+	if onSurface {
+		dst[3], dst[4] = (x-hx)*scale, (y-hy)*scale
 	}
-}
-
-// labelledGeometry is targetGeometry for image point (u, v).
-func labelledGeometry(dst []float32, g *vision.CameraGeometry, u, v float32) {
-	x, y, ok := g.Backproject(u, v)
-	if !ok {
-		dst[0], dst[1], dst[2] = 0, 0, 0
+	if !c.GeometrySightline {
 		return
 	}
-	dst[0], dst[1], dst[2] = x, y, 1
+	hz := q[slices.Index(c.Proprio, "hand_z")]
+	if y, z, ok := g.AtDepth(u, v, hx); ok {
+		dst[5], dst[6] = (y-hy)*scale, (z-hz)*scale
+	}
 }
 
 // StepTokens is Step from a frame's tokens (K, d), already computed by the

@@ -253,12 +253,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-deep"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-deep", "kitchen-sightline"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-deep": // colour patches and the hidden stage(s) in the front end
+		case "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-deep", "kitchen-sightline": // colour patches and the hidden stage(s) in the front end
 			var err error
 			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
@@ -428,6 +428,62 @@ func TestTargetGeometry(t *testing.T) {
 		tc.edit(&bad)
 		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestGeometrySightline: with GeometrySightline (kitchen-sightline) each
+// geometry point adds where its line of sight passes the hand's depth,
+// from the hand in units of GeometryRelative, after the point's worktop
+// values; specs without the relative geometry or the hand's height are
+// refused.
+func TestGeometrySightline(t *testing.T) {
+	p, err := Load(presetCheckpoint(t, "kitchen-sightline"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	spec := p.Spec()
+	g := spec.Policy.TargetGeometry
+	for _, q := range [][]float32{{0.5, 0, 0.9, 0.2}, {0.45, -0.1, 0.5, 0}, {-0.2, 0, 1, 0}} { // the last: the hand behind the camera
+		if err := p.Step(&Observation{Frame: frame(5), Instruction: "open the top drawer", Proprio: q}, p.NewState(), make([]float32, 11)); err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Clone(q)
+		for c := 1; c <= 2; c++ {
+			u, v, _ := p.Keypoint(c)
+			pt := make([]float32, 7)
+			if x, y, ok := g.Backproject(u, v); ok {
+				copy(pt, []float32{x, y, 1, (x - q[0]) / 0.05, (y - q[1]) / 0.05})
+			}
+			if y, z, ok := g.AtDepth(u, v, q[0]); ok {
+				pt[5], pt[6] = (y-q[1])/0.05, (z-q[2])/0.05
+			} else if q[0] > float32(g.Mount[0]) {
+				t.Fatalf("keypoint %d (%v, %v): its line of sight misses the hand's depth %v", c, u, v, q[0])
+			}
+			want = append(want, pt...)
+		}
+		if len(p.proprio) != len(want) {
+			t.Fatalf("proprioception token input of %d values, want %d", len(p.proprio), len(want))
+		}
+		for i := range want {
+			if math.Abs(float64(p.proprio[i]-want[i])) > 1e-5*max(1, math.Abs(float64(want[i]))) {
+				t.Fatalf("hand %v: proprioception token input %v, want %v", q, p.proprio, want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Spec)
+	}{
+		{"not relative", func(s *Spec) { s.Policy.GeometryRelative = 0 }},
+		{"no hand height", func(s *Spec) { s.Policy.Proprio = []string{"hand_x", "hand_y", "gripper"} }},
+	} {
+		bad := spec
+		bad.Policy.Proprio = slices.Clone(spec.Policy.Proprio)
+		tc.edit(&bad)
+		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "line of sight") {
+			t.Errorf("%s: %v, want an error about the line of sight", tc.name, err)
 		}
 	}
 }

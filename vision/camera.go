@@ -50,15 +50,36 @@ func (g CameraGeometry) Validate() error {
 //	ray = fwd + a·right + b·down,  a = (u·W - (W-1)/2)/f,  b = (v·H - (H-1)/2)/f,  f = H / (2 tan(VFOV/2))
 //	fwd = (cos p, 0, -sin p), right = (0, -1, 0), down = (-sin p, 0, -cos p)
 func (g CameraGeometry) Backproject(u, v float32) (x, y float32, ok bool) {
-	sp, cp := math.Sincos(g.Pitch)
-	h, w := float64(g.Height), float64(g.Width)
-	f := h / 2 / math.Tan(g.VFOV/2)
-	a := (float64(u)*w - (w-1)/2) / f
-	b := (float64(v)*h - (h-1)/2) / f
-	dx, dy, dz := cp-sp*b, -a, -sp-cp*b
+	dx, dy, dz := g.ray(u, v)
 	if dz >= 0 {
 		return 0, 0, false
 	}
 	t := (g.SurfaceZ - g.Mount[2]) / dz
 	return float32(g.Mount[0] + t*dx), float32(g.Mount[1] + t*dy), true
+}
+
+// AtDepth returns where the ray through image point (u, v) (Backproject's
+// convention) passes depth x, the base frame's x: its y and z there. ok is
+// false when the ray does not reach x ahead of the camera. Unlike
+// Backproject it needs no surface: it locates a point that does not stand
+// on the worktop, such as a drawer's handle on the cabinet's front, at the
+// depth of whatever reaches for it.
+func (g CameraGeometry) AtDepth(u, v, x float32) (y, z float32, ok bool) {
+	dx, dy, dz := g.ray(u, v)
+	t := (float64(x) - g.Mount[0]) / dx
+	if !(dx > 0 && t > 0) {
+		return 0, 0, false
+	}
+	return float32(g.Mount[1] + t*dy), float32(g.Mount[2] + t*dz), true
+}
+
+// ray is the direction, in the base frame and not normalised, of the ray
+// through image point (u, v) (Backproject's formula).
+func (g CameraGeometry) ray(u, v float32) (dx, dy, dz float64) {
+	sp, cp := math.Sincos(g.Pitch)
+	h, w := float64(g.Height), float64(g.Width)
+	f := h / 2 / math.Tan(g.VFOV/2)
+	a := (float64(u)*w - (w-1)/2) / f
+	b := (float64(v)*h - (h-1)/2) / f
+	return cp - sp*b, -a, -sp - cp*b
 }

@@ -37,6 +37,35 @@ func TestBackprojectByHand(t *testing.T) {
 	}
 }
 
+// TestAtDepthByHand: the centre ray of a camera pitched down 45 degrees
+// drops as far as it goes ahead; any ray passes its own back-projection at
+// the surface's height; no ray reaches a depth behind the camera, and one
+// above the horizon still passes depths ahead (a handle needs no surface).
+func TestAtDepthByHand(t *testing.T) {
+	g := CameraGeometry{Mount: [3]float64{0.1, -0.2, 1.5}, Pitch: math.Pi / 4, VFOV: math.Pi / 2, Height: 101, Width: 201, SurfaceZ: 0.5}
+	y, z, ok := g.AtDepth(100.0/201, 50.0/101, 0.6)
+	if !ok || math.Abs(float64(y)+0.2) > 1e-6 || math.Abs(float64(z)-1.0) > 1e-6 {
+		t.Errorf("centre at x 0.6: (%v, %v, %v), want (-0.2, 1.0, true): 0.5 m ahead at 45 degrees is 0.5 m down", y, z, ok)
+	}
+	for _, p := range [][2]float32{{0.1, 0.9}, {0.8, 0.7}, {0.5, 0.99}} {
+		x, by, ok := g.Backproject(p[0], p[1])
+		if !ok {
+			t.Fatalf("%v misses the surface", p)
+		}
+		y, z, ok := g.AtDepth(p[0], p[1], x)
+		if !ok || math.Abs(float64(y-by)) > 1e-5 || math.Abs(float64(z)-g.SurfaceZ) > 1e-5 {
+			t.Errorf("%v at its back-projection's depth %v: (%v, %v, %v), want (%v, %v, true)", p, x, y, z, ok, by, g.SurfaceZ)
+		}
+	}
+	if _, _, ok := g.AtDepth(100.0/201, 50.0/101, 0.05); ok {
+		t.Error("a depth behind the camera (x 0.05 < 0.1) must not be reached")
+	}
+	g.Pitch = math.Pi / 8
+	if _, z, ok := g.AtDepth(100.0/201, 0, 1.1); !ok || !(z > 1.5) {
+		t.Errorf("a ray above the horizon at 1 m ahead: z %v (%v), want above the camera", z, ok)
+	}
+}
+
 func TestCameraGeometryValidate(t *testing.T) {
 	good := CameraGeometry{Mount: [3]float64{0, 0, 1.4}, Pitch: 0.7, VFOV: 1, Height: 128, Width: 160, SurfaceZ: 0.85}
 	if err := good.Validate(); err != nil {
