@@ -353,9 +353,11 @@ func (s Spec) Validate() error {
 // kitchen: small-memory-prior at the design's memory, m 96 and r 16: the
 // committed kitchen policy's preset.
 //
-// kitchen-deep: kitchen with a second 3x3 stage in the vision head
+// kitchen-sightline: kitchen with a second 3x3 stage in the vision head
 // (vision.HeadConfig.HiddenDepth), so that each cell sees 5x5 cells of
-// the map: sharper keypoints (docs/results.md, Perception).
+// the map (sharper keypoints; docs/results.md, Perception), and each
+// geometry point's line of sight at the hand's depth (GeometrySightline:
+// a drawer's handle is not on the worktop; docs/results.md, Memory).
 func Presets() map[string]Spec {
 	robotTTM, _ := ttm.Preset("robot")
 	robotVision := vision.DefaultConfig(1280)
@@ -454,12 +456,9 @@ func Presets() map[string]Spec {
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}
-	deep := presets["kitchen"]
-	deep.Policy.Preset, deep.Policy.Proprio = "kitchen-deep", slices.Clone(action.ArmProprio)
-	deep.Vision.Head.HiddenDepth = 2
-	presets["kitchen-deep"] = deep
-	sight := deep
+	sight := presets["kitchen"]
 	sight.Policy.Preset, sight.Policy.Proprio, sight.Policy.GeometrySightline = "kitchen-sightline", slices.Clone(action.ArmProprio), true
+	sight.Vision.Head.HiddenDepth = 2
 	presets["kitchen-sightline"] = sight
 	return presets
 }

@@ -253,12 +253,12 @@ func TestLoadFailsClosedOnMismatch(t *testing.T) {
 }
 
 func TestStepDoesNotAllocate(t *testing.T) {
-	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-deep", "kitchen-sightline"} {
+	for _, model := range []string{"ttm", "recurrent", "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-sightline"} {
 		var p *Policy
 		switch model {
 		case "ttm":
 			p = loadSmall(t, Options{})
-		case "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-deep", "kitchen-sightline": // colour patches and the hidden stage(s) in the front end
+		case "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-sightline": // colour patches and the hidden stage(s) in the front end
 			var err error
 			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
 				t.Fatal(err)
