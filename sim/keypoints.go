@@ -50,9 +50,9 @@ func MemoryKeypointLabels(dst []float32, s *State, h, w int) { keypointLabels(ds
 func keypointLabels(dst []float32, s *State, h, w int, remembered bool) {
 	g := &s.Goal
 	dest, hasDest := s.destination()
-	target := onWorktop(s.goalPoint())
-	if g.Kind == GoalDrawer {
-		target = s.goalPoint()
+	target := s.goalPoint()
+	if g.Kind != GoalDrawer {
+		target = onWorktop(target)
 	}
 	points := [KeypointCount]Vec3{s.EEWorld().Add(Vec3{0, 0, palmLift}), target, onWorktop(dest)}
 	shown := [KeypointCount]bool{
