@@ -430,9 +430,12 @@ func (x *scripted) knock(s *State) {
 	case o.Fallen:
 		if s.Grasp.Kind != GraspNone {
 			x.release(s)
-		} else {
-			x.rise(s, -1)
+			return
 		}
+		if start, end := knockedSweep(o); onSweep(s, start, end) && !x.moveTo(s, end, -1, true) {
+			return // follow through to the sweep's end
+		}
+		x.rise(s, -1)
 		return
 	case s.Grasp.Kind != GraspNone:
 		x.release(s)
@@ -453,6 +456,18 @@ func (x *scripted) knock(s *State) {
 		x.sweep = Vec3{}
 		x.rise(s, -1)
 	}
+}
+
+// knockedSweep is the sweep that knocked o over, read off how it lies: it
+// fell along its yaw about its bottom edge, half its height on.
+func knockedSweep(o *Object) (start, end Vec3) {
+	d := Vec3{math.Cos(o.Yaw), math.Sin(o.Yaw), 0}
+	h, R := catalogue[o.Kind].Height, bodyRadius(o.Kind)
+	p := o.Pos.Sub(d.Scale(h / 2))
+	z := surfaceZ(p[0], p[1]) + 0.6*h
+	start, end = p.Sub(d.Scale(R+knockBefore)), p.Add(d.Scale(R+knockAfter))
+	start[2], end[2] = z, z
+	return start, end
 }
 
 // onSweep reports whether the hand is on the sweep from start to end:

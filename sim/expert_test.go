@@ -167,6 +167,63 @@ func TestExpertArmUnderway(t *testing.T) {
 	}
 }
 
+// TestKnockFollowsThrough: once the object falls, the expert carries the
+// sweep on to its end at the sweep's height before it rises, so that near
+// the object its labels are the sweep whether or not the object has
+// fallen yet. The sweep it follows is read off how the object lies; it
+// must be the one the expert planned while the object stood.
+func TestKnockFollowsThrough(t *testing.T) {
+	task, err := TaskByName("knock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(20) {
+		ep, err := NewEpisode(task, seed, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := ep.Expert(ExpertOptions{})
+		var planned Vec3
+		fellAt, endAt, roseAt := -1, -1, -1
+		for !ep.Done() {
+			s := ep.State()
+			o := &s.Objects[s.Goal.Object]
+			if !o.Fallen {
+				if sw := x.(*scripted).sweep; sw != (Vec3{}) {
+					R := bodyRadius(o.Kind)
+					planned = o.Pos.Add(sw.Scale(R + knockAfter))
+					planned[2] = o.Bottom() + 0.6*(o.Top()-o.Bottom())
+				}
+			} else {
+				_, end := knockedSweep(o)
+				e := s.EEWorld()
+				if fellAt < 0 {
+					fellAt = ep.Steps()
+					if d := end.Sub(planned).Norm(); d > 1e-9 {
+						t.Errorf("seed %d: the sweep read off the fallen object ends %v, %.3g m from the planned %v", seed, end, d, planned)
+					}
+				}
+				if endAt < 0 && e.DistXY(end) <= 2*reachTol && math.Abs(e[2]-end[2]) <= reachTol {
+					endAt = ep.Steps()
+				}
+				if roseAt < 0 && e[2] > end[2]+0.015 {
+					roseAt = ep.Steps()
+				}
+			}
+			if _, err := ep.Step(x.Act(s)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !ep.Success() || fellAt < 0 {
+			t.Fatalf("seed %d: the expert did not knock the object over", seed)
+		}
+		if endAt < 0 || roseAt >= 0 && roseAt < endAt {
+			t.Errorf("seed %d: fell at step %d, the hand at the sweep's end at step %d, above the sweep at step %d; want the end first", seed, fellAt, endAt, roseAt)
+		}
+		ep.Close()
+	}
+}
+
 // TestExpertLabelsFollowTheState: DAgger labels the states a learner's
 // rollout reaches with what the expert would do there, so the expert's
 // action must follow from the state and from what it chose for the task
