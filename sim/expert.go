@@ -58,6 +58,7 @@ const (
 	armBaseYawTol = 0.12
 	knockBefore   = 0.07 // sweep start before the object's edge
 	knockAfter    = 0.05 // sweep end past its edge
+	sweepHeight   = 0.6  // a sweep's height, as a share of the object's
 )
 
 // scripted is the expert for every goal kind. It is closed loop: each step
@@ -444,11 +445,7 @@ func (x *scripted) knock(s *State) {
 	if x.sweep == (Vec3{}) {
 		x.sweep = x.sweepDir(s, i)
 	}
-	R := bodyRadius(o.Kind)
-	z := o.Bottom() + 0.6*(o.Top()-o.Bottom())
-	start := o.Pos.Sub(x.sweep.Scale(R + knockBefore))
-	end := o.Pos.Add(x.sweep.Scale(R + knockAfter))
-	start[2], end[2] = z, z
+	start, end := sweepEnds(o.Pos, x.sweep, bodyRadius(o.Kind), o.Bottom()+sweepHeight*(o.Top()-o.Bottom()))
 	if !onSweep(s, start, end) && !x.reach(s, start, -1) && !x.within(s, start, 0.02, 0.015) {
 		return
 	}
@@ -464,7 +461,12 @@ func knockedSweep(o *Object) (start, end Vec3) {
 	d := Vec3{math.Cos(o.Yaw), math.Sin(o.Yaw), 0}
 	h, R := catalogue[o.Kind].Height, bodyRadius(o.Kind)
 	p := o.Pos.Sub(d.Scale(h / 2))
-	z := surfaceZ(p[0], p[1]) + 0.6*h
+	return sweepEnds(p, d, R, surfaceZ(p[0], p[1])+sweepHeight*h)
+}
+
+// sweepEnds returns where a sweep along unit d through a body of radius R
+// at p starts and ends, at height z.
+func sweepEnds(p, d Vec3, R, z float64) (start, end Vec3) {
 	start, end = p.Sub(d.Scale(R+knockBefore)), p.Add(d.Scale(R+knockAfter))
 	start[2], end[2] = z, z
 	return start, end
@@ -489,8 +491,7 @@ func (x *scripted) sweepDir(s *State, i int) Vec3 {
 	for k := range 16 {
 		a := float64((k+1)/2) * math.Pi / 8 * float64(1-2*(k%2))
 		d := Vec3{math.Cos(a), math.Sin(a), 0}
-		start := o.Pos.Sub(d.Scale(R + knockBefore))
-		end := o.Pos.Add(d.Scale(R + knockAfter))
+		start, end := sweepEnds(o.Pos, d, R, o.Pos[2])
 		land := o.Pos.Add(d.Scale(h/2 + 0.04))
 		if !onCounter(land[0], land[1]) || !x.reachable(s, start) || !x.reachable(s, end) {
 			continue
