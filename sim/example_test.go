@@ -31,7 +31,7 @@ func Example() {
 		}
 	}
 	fmt.Printf("%q: success %v after %d steps\n", ep.Instruction(), ep.Success(), ep.Steps())
-	// Output: "pick up the coke can": success true after 21 steps
+	// Output: "pick up the coke can": success true after 22 steps
 }
 
 // Run plays an episode with any Agent; here the scripted expert, with

@@ -45,7 +45,6 @@ func NewExpert(opts ExpertOptions) Expert {
 // The expert's plan parameters (metres).
 const (
 	safeZ      = TableHeight + 0.27 // travel height over the worktop
-	clearZ     = safeZ - 0.03       // a hand above this is clear of the objects: it travels, regaining safeZ on the way
 	reachTol   = 0.008              // waypoint reached (per axis)
 	lowXYTol   = 0.03               // descend onto a point within this sideways
 	riseXYTol  = 0.06               // low and farther than this sideways: rise before travelling
@@ -275,15 +274,12 @@ func (x *scripted) moveTo(s *State, t Vec3, grip float32, fast bool) bool {
 	return false
 }
 
-// reach moves to world point t through the air: it rises clear of the
-// objects before travelling sideways at safeZ and descends onto t from
-// above, correcting sideways slowly on the way down. It reports arrival.
-// A hand that sags a little below safeZ while travelling keeps travelling:
-// a threshold just under the height the rise ends at would label those
-// states "stop and rise", the same picture as "arrived, descend".
+// reach moves to world point t through the air: it rises to safeZ before
+// travelling sideways and descends onto t from above, correcting sideways
+// slowly on the way down. It reports arrival.
 func (x *scripted) reach(s *State, t Vec3, grip float32) bool {
 	e := s.EEWorld()
-	low := e[2] < clearZ
+	low := e[2] < safeZ-0.01
 	if d := e.DistXY(t); !low && d > lowXYTol || low && d > riseXYTol {
 		if low {
 			x.rise(s, grip)

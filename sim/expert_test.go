@@ -192,7 +192,7 @@ func TestKnockFollowsThrough(t *testing.T) {
 				if sw := x.(*scripted).sweep; sw != (Vec3{}) {
 					R := bodyRadius(o.Kind)
 					planned = o.Pos.Add(sw.Scale(R + knockAfter))
-					planned[2] = o.Bottom() + sweepHeight*(o.Top()-o.Bottom())
+					planned[2] = o.Bottom() + 0.6*(o.Top()-o.Bottom())
 				}
 			} else {
 				_, end := knockedSweep(o)
@@ -221,65 +221,6 @@ func TestKnockFollowsThrough(t *testing.T) {
 			t.Errorf("seed %d: fell at step %d, the hand at the sweep's end at step %d, above the sweep at step %d; want the end first", seed, fellAt, endAt, roseAt)
 		}
 		ep.Close()
-	}
-}
-
-// TestTravelThroughASag: a hand carrying an object over the worktop that
-// sags a little below the travel height is still clear of the objects, so
-// the label keeps travelling (and regains the height); only a hand down
-// among the objects stops to rise straight up. A "stop and rise" label
-// just under the travel height would teach, from noisy demonstrations, the
-// picture of an arrival ("stop, then descend") far from the destination.
-func TestTravelThroughASag(t *testing.T) {
-	for _, task := range []string{"move", "put_back"} {
-		tk, err := TaskByName(task)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, sag := range []struct {
-			dz     float32 // one step's arm z command, in action units
-			travel bool
-		}{{-0.4, true}, {-1, false}} {
-			tested := 0
-			for seed := range uint64(10) {
-				ep, err := NewEpisode(tk, seed, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				x := ep.Expert(ExpertOptions{})
-				for !ep.Done() {
-					s := ep.State()
-					a := slices.Clone(x.Act(s))
-					e := s.EEWorld()
-					xy := math.Hypot(float64(a[action.DimWorldX]), float64(a[action.DimWorldY]))
-					if s.Grasp.Holds(s.Goal.Object) && e[2] >= safeZ-0.01 && xy > 0.9 {
-						a[action.DimWorldZ] = sag.dz
-						if _, err := ep.Step(a); err != nil {
-							t.Fatal(err)
-						}
-						s = ep.State()
-						l := x.Act(s)
-						z := s.EEWorld()[2] - safeZ
-						lxy := math.Hypot(float64(l[action.DimWorldX]), float64(l[action.DimWorldY]))
-						switch {
-						case sag.travel && (lxy < 0.5 || l[action.DimWorldZ] <= 0):
-							t.Errorf("%s seed %d: %.1f cm below the travel height, labelled sideways %.2f, up %.2f; want it to travel on and regain height", task, seed, -100*z, lxy, l[action.DimWorldZ])
-						case !sag.travel && (lxy != 0 || l[action.DimWorldZ] <= 0):
-							t.Errorf("%s seed %d: %.1f cm below the travel height, labelled sideways %.2f, up %.2f; want it to rise straight up", task, seed, -100*z, lxy, l[action.DimWorldZ])
-						}
-						tested++
-						break
-					}
-					if _, err := ep.Step(a); err != nil {
-						t.Fatal(err)
-					}
-				}
-				ep.Close()
-			}
-			if tested < 8 {
-				t.Errorf("%s, sag %.1f: only %d of 10 episodes travelled with the object", task, sag.dz, tested)
-			}
-		}
 	}
 }
 
