@@ -445,7 +445,7 @@ func (x *scripted) knock(s *State) {
 	if x.sweep == (Vec3{}) {
 		x.sweep = x.sweepDir(s, i)
 	}
-	start, end := sweepEnds(o.Pos, x.sweep, bodyRadius(o.Kind), o.Bottom()+sweepHeight*(o.Top()-o.Bottom()))
+	start, end := sweepEnds(o.Pos, x.sweep, bodyRadius(o.Kind), sweepZ(o.Bottom(), o.Top()-o.Bottom()))
 	if !onSweep(s, start, end) && !x.reach(s, start, -1) && !x.within(s, start, 0.02, 0.015) {
 		return
 	}
@@ -461,8 +461,12 @@ func knockedSweep(o *Object) (start, end Vec3) {
 	d := Vec3{math.Cos(o.Yaw), math.Sin(o.Yaw), 0}
 	h, R := catalogue[o.Kind].Height, bodyRadius(o.Kind)
 	p := o.Pos.Sub(d.Scale(h / 2))
-	return sweepEnds(p, d, R, surfaceZ(p[0], p[1])+sweepHeight*h)
+	return sweepEnds(p, d, R, sweepZ(surfaceZ(p[0], p[1]), h))
 }
+
+// sweepZ is the height of a sweep through a body of height h standing on
+// bottom.
+func sweepZ(bottom, h float64) float64 { return bottom + sweepHeight*h }
 
 // sweepEnds returns where a sweep along unit d through a body of radius R
 // at p starts and ends, at height z.

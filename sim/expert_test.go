@@ -192,7 +192,7 @@ func TestKnockFollowsThrough(t *testing.T) {
 				if sw := x.(*scripted).sweep; sw != (Vec3{}) {
 					R := bodyRadius(o.Kind)
 					planned = o.Pos.Add(sw.Scale(R + knockAfter))
-					planned[2] = o.Bottom() + sweepHeight*(o.Top()-o.Bottom())
+					planned[2] = sweepZ(o.Bottom(), o.Top()-o.Bottom())
 				}
 			} else {
 				_, end := knockedSweep(o)
