@@ -227,6 +227,9 @@ func runTrain(env *environment, args []string) error {
 		}
 		if len(record.History) > 0 {
 			title := fmt.Sprintf("ttm train %s %s: %d episodes, batch %d x %d steps", record.Preset, record.Model, len(eps), cfg.Batch, cfg.Window)
+			if cfg.NoMemory {
+				title += ", without memory"
+			}
 			if err := train.PlotCurve(files.curve, title, record.History); err != nil {
 				return err
 			}

@@ -2,7 +2,9 @@ package train
 
 import (
 	"fmt"
+	"image/color"
 	"io"
+	"math"
 
 	"github.com/ttmrobot/ttm/internal/atomicfile"
 
@@ -13,45 +15,130 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// PlotCurve writes the learning curve (loss per step and bin accuracy
-// against updates) as a PNG.
+// warmUpShare is the share of a run's records the loss axis leaves out of
+// its range: the first updates' loss is several times the rest, and an
+// axis that holds it shows the remaining run as a flat line.
+const warmUpShare = 0.05
+
+// PlotCurve writes the learning curve as a PNG: the action loss per step,
+// the auxiliary losses when the run has them (keypoints, goal probe), and
+// the bin accuracy, against updates.
 func PlotCurve(path, title string, history []Record) error {
 	if len(history) == 0 {
 		return fmt.Errorf("plot %s: no records", path)
 	}
-	loss, acc := make(plotter.XYs, len(history)), make(plotter.XYs, len(history))
+	n := len(history)
+	loss, acc := make(plotter.XYs, n), make(plotter.XYs, n)
+	keypoint, goal := make(plotter.XYs, n), make(plotter.XYs, n)
+	var hasKeypoint, hasGoal bool
 	for i, r := range history {
-		loss[i] = plotter.XY{X: float64(r.Step), Y: r.Loss}
-		acc[i] = plotter.XY{X: float64(r.Step), Y: r.BinAcc}
+		x := float64(r.Step)
+		loss[i] = plotter.XY{X: x, Y: r.Loss}
+		acc[i] = plotter.XY{X: x, Y: r.BinAcc}
+		keypoint[i] = plotter.XY{X: x, Y: r.KeypointLoss}
+		goal[i] = plotter.XY{X: x, Y: r.GoalLoss}
+		hasKeypoint = hasKeypoint || r.KeypointLoss != 0
+		hasGoal = hasGoal || r.GoalLoss != 0
 	}
-	top := plot.New()
-	top.Title.Text = title
-	top.X.Label.Text = "update"
-	top.Y.Label.Text = "loss per step (Σ over action dimensions)"
-	bottom := plot.New()
-	bottom.X.Label.Text = "update"
-	bottom.Y.Label.Text = "bin accuracy"
-	bottom.Y.Min, bottom.Y.Max = 0, 1
-	for _, s := range []struct {
-		p  *plot.Plot
-		xy plotter.XYs
-	}{{top, loss}, {bottom, acc}} {
-		l, err := plotter.NewLine(s.xy)
-		if err != nil {
-			return fmt.Errorf("plot %s: %w", path, err)
+
+	top := panel(title, "action loss per step")
+	if err := addLine(top, loss, 0); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	plots := []*plot.Plot{top}
+	if hasKeypoint || hasGoal {
+		label, series := "auxiliary loss per step", []plotter.XYs{}
+		if hasKeypoint {
+			label, series = label+": keypoints (black)", append(series, keypoint)
 		}
-		s.p.Add(l, plotter.NewGrid())
+		if hasGoal {
+			label, series = label+", goal probe (red)", append(series, goal)
+		}
+		aux := panel("", label)
+		for i, xy := range []plotter.XYs{keypoint, goal} {
+			if (i == 0 && hasKeypoint) || (i == 1 && hasGoal) {
+				if err := addLine(aux, xy, i); err != nil {
+					return fmt.Errorf("plot %s: %w", path, err)
+				}
+			}
+		}
+		plots = append(plots, aux)
+		clipWarmUp(aux, series...)
 	}
-	const w, h = 8 * vg.Inch, 6 * vg.Inch
+	clipWarmUp(top, loss)
+	bottom := panel("", "bin accuracy")
+	if err := addLine(bottom, acc, 0); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	bottom.Y.Min, bottom.Y.Max = 0, 1
+	plots = append(plots, bottom)
+	if top.Y.Max < maxY(loss) {
+		top.Title.Text += fmt.Sprintf("\n(the first %.0f %% of updates run above the loss axes)", 100*warmUpShare)
+	}
+
+	w, h := 8*vg.Inch, vg.Length(3*len(plots))*vg.Inch
 	img := vgimg.New(w, h)
-	dc := draw.New(img)
-	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8)}
-	plots := [][]*plot.Plot{{top}, {bottom}}
-	canvases := plot.Align(plots, tiles, dc)
-	top.Draw(canvases[0][0])
-	bottom.Draw(canvases[1][0])
+	rows := make([][]*plot.Plot, len(plots))
+	for i, p := range plots {
+		rows[i] = []*plot.Plot{p}
+	}
+	canvases := plot.Align(rows, draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Points(8)}, draw.New(img))
+	for i, p := range plots {
+		p.Draw(canvases[i][0])
+	}
 	return atomicfile.Write(path, func(w io.Writer) error {
 		_, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(w)
 		return err
 	})
+}
+
+// clipWarmUp sets p's y axis to the range of series over the records
+// after the warm-up share, with a margin of a tenth of it, when the
+// warm-up's values fall outside it. It leaves short runs as they are.
+func clipWarmUp(p *plot.Plot, series ...plotter.XYs) {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xy := range series {
+		for _, v := range xy[int(warmUpShare*float64(len(xy))):] {
+			lo, hi = min(lo, v.Y), max(hi, v.Y)
+		}
+	}
+	margin := (hi - lo) / 10
+	lo, hi = lo-margin, hi+margin
+	for _, xy := range series {
+		skip := int(warmUpShare * float64(len(xy)))
+		for _, v := range xy[:skip] {
+			if v.Y > hi || v.Y < lo {
+				p.Y.Min, p.Y.Max = lo, hi
+				return
+			}
+		}
+	}
+}
+
+func maxY(xy plotter.XYs) float64 {
+	m := math.Inf(-1)
+	for _, v := range xy {
+		m = max(m, v.Y)
+	}
+	return m
+}
+
+func panel(title, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "update"
+	p.Y.Label.Text = yLabel
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addLine draws xy on p in the i-th line colour: black, red.
+func addLine(p *plot.Plot, xy plotter.XYs, i int) error {
+	l, err := plotter.NewLine(xy)
+	if err != nil {
+		return err
+	}
+	l.Color = []color.Color{color.Black, color.RGBA{R: 200, G: 60, B: 20, A: 255}}[i]
+	p.Add(l)
+	return nil
 }
