@@ -87,9 +87,9 @@ func evalTwins(t *testing.T, task string) map[string]twinFamily {
 // TestCommittedKitchenRemembersTheSpot runs the kitchen policy and its
 // twin on a few held-out put_back scenes and reads what their goal probes
 // hold once the object has slid away: the policy knows the spot it stood
-// on (8.8 cm off over 50 scenes of seeds 30001; 4.2 over these 6),
-// knocked out after the slide it does not (38.0; 23.3), nor does the twin
-// trained without memory (30.0; 22.5). Success over six scenes is too
+// on (6.6 cm off over 50 scenes of seeds 30001; 7.9 over these 6),
+// knocked out after the slide it does not (41.7; 28.6), nor does the twin
+// trained without memory (27.9; 26.1). Success over six scenes is too
 // noisy to assert.
 func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 	if testing.Short() {
@@ -111,10 +111,10 @@ func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 
 // TestCommittedKitchenRemembersTheRing runs the kitchen policy and its twin
 // on a few held-out cue_pick scenes and reads where their target keypoints
-// are after the ring is gone: the policy's stays on the cued object (2.4
+// are after the ring is gone: the policy's stays on the cued object (2.2
 // px off over 50 scenes of seeds 30001; 1.4 over these 6), knocked out
-// after the cue it does not (31.3; 25.5), nor does the twin's (21.2;
-// 40.3): the objects stand tens of pixels apart. Success over six scenes
+// after the cue it does not (34.5; 39.3), nor does the twin's (28.1;
+// 36.4): the objects stand tens of pixels apart. Success over six scenes
 // is too noisy to assert.
 func TestCommittedKitchenRemembersTheRing(t *testing.T) {
 	if testing.Short() {
