@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/ttmrobot/ttm/internal/atomicfile"
 
@@ -45,34 +46,36 @@ func PlotCurve(path, title string, history []Record) error {
 	if err := addLine(top, loss, 0); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
+	clipped := clipWarmUp(top, loss)
 	plots := []*plot.Plot{top}
 	if hasKeypoint || hasGoal {
-		label, series := "auxiliary loss per step", []plotter.XYs{}
-		if hasKeypoint {
-			label, series = label+": keypoints (black)", append(series, keypoint)
-		}
-		if hasGoal {
-			label, series = label+", goal probe (red)", append(series, goal)
-		}
-		aux := panel("", label)
-		for i, xy := range []plotter.XYs{keypoint, goal} {
-			if (i == 0 && hasKeypoint) || (i == 1 && hasGoal) {
-				if err := addLine(aux, xy, i); err != nil {
-					return fmt.Errorf("plot %s: %w", path, err)
-				}
+		aux := panel("", "")
+		var series []plotter.XYs
+		var names []string
+		for i, s := range []struct {
+			has  bool
+			xy   plotter.XYs
+			name string
+		}{{hasKeypoint, keypoint, "keypoints (black)"}, {hasGoal, goal, "goal probe (red)"}} {
+			if !s.has {
+				continue
 			}
+			if err := addLine(aux, s.xy, i); err != nil {
+				return fmt.Errorf("plot %s: %w", path, err)
+			}
+			series, names = append(series, s.xy), append(names, s.name)
 		}
+		aux.Y.Label.Text = "auxiliary loss per step: " + strings.Join(names, ", ")
+		clipped = clipWarmUp(aux, series...) || clipped
 		plots = append(plots, aux)
-		clipWarmUp(aux, series...)
 	}
-	clipWarmUp(top, loss)
 	bottom := panel("", "bin accuracy")
 	if err := addLine(bottom, acc, 0); err != nil {
 		return fmt.Errorf("plot %s: %w", path, err)
 	}
 	bottom.Y.Min, bottom.Y.Max = 0, 1
 	plots = append(plots, bottom)
-	if top.Y.Max < maxY(loss) {
+	if clipped {
 		top.Title.Text += fmt.Sprintf("\n(the first %.0f %% of updates run above the loss axes)", 100*warmUpShare)
 	}
 
@@ -94,8 +97,9 @@ func PlotCurve(path, title string, history []Record) error {
 
 // clipWarmUp sets p's y axis to the range of series over the records
 // after the warm-up share, with a margin of a tenth of it, when the
-// warm-up's values fall outside it. It leaves short runs as they are.
-func clipWarmUp(p *plot.Plot, series ...plotter.XYs) {
+// warm-up's values fall outside it, and reports whether it did. It leaves
+// short runs as they are.
+func clipWarmUp(p *plot.Plot, series ...plotter.XYs) bool {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, xy := range series {
 		for _, v := range xy[int(warmUpShare*float64(len(xy))):] {
@@ -109,18 +113,11 @@ func clipWarmUp(p *plot.Plot, series ...plotter.XYs) {
 		for _, v := range xy[:skip] {
 			if v.Y > hi || v.Y < lo {
 				p.Y.Min, p.Y.Max = lo, hi
-				return
+				return true
 			}
 		}
 	}
-}
-
-func maxY(xy plotter.XYs) float64 {
-	m := math.Inf(-1)
-	for _, v := range xy {
-		m = max(m, v.Y)
-	}
-	return m
+	return false
 }
 
 func panel(title, yLabel string) *plot.Plot {

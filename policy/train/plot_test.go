@@ -42,7 +42,9 @@ func TestClipWarmUp(t *testing.T) {
 			}
 			p.Add(l)
 			dataLo, dataHi := p.Y.Min, p.Y.Max
-			clipWarmUp(p, c.xy)
+			if got := clipWarmUp(p, c.xy); got != c.clipped {
+				t.Errorf("clipped %v, want %v", got, c.clipped)
+			}
 			if !c.clipped {
 				if p.Y.Min != dataLo || p.Y.Max != dataHi {
 					t.Errorf("axis %g..%g, want the data's %g..%g", p.Y.Min, p.Y.Max, dataLo, dataHi)
