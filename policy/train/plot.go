@@ -102,15 +102,14 @@ func PlotCurve(path, title string, history []Record) error {
 func clipWarmUp(p *plot.Plot, series ...plotter.XYs) bool {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, xy := range series {
-		for _, v := range xy[int(warmUpShare*float64(len(xy))):] {
+		for _, v := range xy[warmUpLen(len(xy)):] {
 			lo, hi = min(lo, v.Y), max(hi, v.Y)
 		}
 	}
 	margin := (hi - lo) / 10
 	lo, hi = lo-margin, hi+margin
 	for _, xy := range series {
-		skip := int(warmUpShare * float64(len(xy)))
-		for _, v := range xy[:skip] {
+		for _, v := range xy[:warmUpLen(len(xy))] {
 			if v.Y > hi || v.Y < lo {
 				p.Y.Min, p.Y.Max = lo, hi
 				return true
@@ -119,6 +118,9 @@ func clipWarmUp(p *plot.Plot, series ...plotter.XYs) bool {
 	}
 	return false
 }
+
+// warmUpLen is how many of n records the loss axis leaves out.
+func warmUpLen(n int) int { return int(warmUpShare * float64(n)) }
 
 func panel(title, yLabel string) *plot.Plot {
 	p := plot.New()
