@@ -2,11 +2,11 @@ package main
 
 import (
 	"encoding/json"
-	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/policy/seq"
 )
 
@@ -33,14 +33,7 @@ func TestCostCommand(t *testing.T) {
 	if rows[2].Model != "causal" || rows[3].FLOPs <= rows[2].FLOPs {
 		t.Errorf("causal rows %+v %+v: want FLOPs growing with the step", rows[2], rows[3])
 	}
-	f, err := os.Open(filepath.Join(dir, "cost.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := png.Decode(f); err != nil {
-		t.Errorf("cost.png: %v", err)
-	}
+	pngtest.Read(t, filepath.Join(dir, "cost.png"))
 	if code, _, _ := runCmd(t, "cost", "--models", "nope", "--out", dir); code != 2 {
 		t.Errorf("unknown model: exit %d, want 2", code)
 	}

@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"image/gif"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
@@ -129,15 +129,7 @@ func logTime(t *testing.T, line string) time.Time {
 func checkEpisodeFiles(t *testing.T, dir string, names []string, frames int) {
 	t.Helper()
 	for _, name := range names {
-		f, err := os.Open(filepath.Join(dir, name+".png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Errorf("%s.png: %v", name, err)
-		}
+		pngtest.Read(t, filepath.Join(dir, name+".png"))
 		g, err := os.Open(filepath.Join(dir, name+".gif"))
 		if err != nil {
 			t.Fatal(err)

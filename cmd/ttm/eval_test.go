@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -58,14 +58,7 @@ func TestEvalExpertShardsMerge(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	f, err := os.Open(filepath.Join(whole, "success_per_family.png"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := png.Decode(f); err != nil {
-		t.Error(err)
-	}
-	f.Close()
+	pngtest.Read(t, filepath.Join(whole, "success_per_family.png"))
 
 	var shards []string
 	for _, s := range []string{"0/2", "1/2"} {

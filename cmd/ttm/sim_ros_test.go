@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"image/gif"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/node"
@@ -158,16 +158,7 @@ func TestSimROSDrivenByNode(t *testing.T) {
 	t.Logf("policy node: %d ticks, %d acted, %d stopped, %d deadline misses, %d episodes", st.Ticks, st.Acted, st.Stopped, st.DeadlineMisses, st.Episodes)
 
 	for _, name := range []string{"01-pick-seed3", "02-pick-seed4", "03-cue_pick-seed3", "04-cue_pick-seed4"} {
-		f, err := os.Open(filepath.Join(out, name+".png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s.png: %v", name, err)
-		}
-		if b := img.Bounds(); b.Dx() != stripMargin+10*80 || b.Dy() != 64 {
+		if b := pngtest.Read(t, filepath.Join(out, name+".png")).Bounds(); b.Dx() != stripMargin+10*80 || b.Dy() != 64 {
 			t.Errorf("%s.png is %v", name, b)
 		}
 		g, err := os.Open(filepath.Join(out, name+".gif"))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"image/gif"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/sim"
 	"github.com/ttmrobot/ttm/sim/simnode"
 )
@@ -117,15 +117,7 @@ func TestEpisodeRecorder(t *testing.T) {
 		t.Fatalf("written %v, error %v", r.written, r.err)
 	}
 	for ep, name := range []string{"01-pick-seed1", "02-pick-seed2"} {
-		f, err := os.Open(filepath.Join(dir, name+".png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		strip, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		strip := pngtest.Read(t, filepath.Join(dir, name+".png"))
 		if b := strip.Bounds(); b.Dx() != stripMargin+4*w || b.Dy() != h {
 			t.Errorf("%s strip is %v", name, b)
 		}

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"image/png"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/pngtest"
 )
 
 func TestSimCommand(t *testing.T) {
@@ -35,15 +35,7 @@ func TestSimCommand(t *testing.T) {
 		t.Errorf("no progress logged:\n%s", stderr)
 	}
 	for _, name := range []string{"pick", "pointed_drawer"} {
-		f, err := os.Open(filepath.Join(dir, name+".png"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		img := pngtest.Read(t, filepath.Join(dir, name+".png"))
 		// 3 rows of 32 pixels; a success bar and 5 frames of 40 pixels.
 		if b := img.Bounds(); b.Dx() != stripMargin+5*40 || b.Dy() != 3*32 {
 			t.Errorf("%s strip is %v", name, b)

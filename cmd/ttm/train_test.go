@@ -2,12 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
@@ -76,12 +76,7 @@ func TestTrainCommand(t *testing.T) {
 	if len(lg.History) != 2 || lg.History[1].Step != 4 || lg.Episodes != 2 {
 		t.Errorf("JSON log %+v: want 2 records ending at update 4 over 2 episodes", lg)
 	}
-	if f, err := os.Open(files.curve); err == nil {
-		if _, err := png.Decode(f); err != nil {
-			t.Errorf("learning curve: %v", err)
-		}
-		f.Close()
-	}
+	pngtest.Read(t, files.curve)
 	// The simulator's bags carry keypoint labels, and the feature cache
 	// keeps them.
 	cached, _ := filepath.Glob(filepath.Join(data, ".features", "*", "*.safetensors"))

@@ -2,7 +2,6 @@ package seq
 
 import (
 	"fmt"
-	"image/png"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ttmrobot/ttm/internal/nn"
+	"github.com/ttmrobot/ttm/internal/pngtest"
 )
 
 // costModels builds every model at a size, initialised.
@@ -108,16 +108,7 @@ func TestPlotCost(t *testing.T) {
 	if err := PlotCost(path, rows); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("not a PNG: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() < 500 || b.Dy() < 500 {
+	if b := pngtest.Read(t, path).Bounds(); b.Dx() < 500 || b.Dy() < 500 {
 		t.Errorf("image is %v", b)
 	}
 	if err := PlotCost(path, nil); err == nil {

@@ -1,13 +1,13 @@
 package train
 
 import (
-	"image/png"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"github.com/ttmrobot/ttm/internal/pngtest"
 )
 
 // TestClipWarmUp: the loss axis leaves out the first 5 % of the records
@@ -81,16 +81,7 @@ func TestPlotCurve(t *testing.T) {
 		if err := PlotCurve(path, "test", history); err != nil {
 			t.Fatal(err)
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		heights[aux] = img.Bounds().Dy()
+		heights[aux] = pngtest.Read(t, path).Bounds().Dy()
 	}
 	if 2*heights[true] != 3*heights[false] {
 		t.Errorf("heights %d with the auxiliary panel, %d without; want 3:2", heights[true], heights[false])

@@ -3,12 +3,12 @@ package eval
 import (
 	"context"
 	"image/gif"
-	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ttmrobot/ttm/internal/pngtest"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -58,16 +58,7 @@ func TestOutputs(t *testing.T) {
 	}
 
 	for _, name := range []string{PlotSuccess, PlotLength} {
-		f, err := os.Open(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		img, err := png.Decode(f)
-		f.Close()
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if b := img.Bounds(); b.Dx() < 300 || b.Dy() < 200 {
+		if b := pngtest.Read(t, filepath.Join(dir, name)).Bounds(); b.Dx() < 300 || b.Dy() < 200 {
 			t.Errorf("%s is %v", name, b)
 		}
 	}
