@@ -118,9 +118,10 @@ demo: build
 # The defaults are the recipe of the committed kitchen checkpoint
 # (launch/checkpoints/kitchen): DART demonstrations of all eight tasks,
 # TRAIN_EPISODES of each family and MEMORY_EPISODES of each memory task,
-# then TRAIN_EPISODES more of move and of pointed_drawer (more move scenes
-# fix which object move reaches for; pointed_drawer then needs its own to
-# keep reading the arrow: docs/results.md), recorded with the cued
+# then TRAIN_EPISODES more of move, of pointed_drawer and of drawer (more
+# move scenes fix which object move reaches for; pointed_drawer then needs
+# its own to keep reading the arrow; drawer's own cut its early stops:
+# docs/results.md), recorded with the cued
 # object's keypoints kept after the cue; the kitchen-sightline preset with
 # ttm train's defaults for it (keypoint supervision, geometry labels of
 # which half the windows read the policy's own keypoints over the second
@@ -134,16 +135,17 @@ demo: build
 TRAIN_DIR ?= bin/train
 TRAIN_EPISODES ?= 300
 MEMORY_EPISODES ?= 600
-TRAIN_STEPS ?= 13000
+TRAIN_STEPS ?= 14000
 TRAIN_PRESET ?= kitchen-sightline
 TRAIN_ARGS ?= --lr 1.5e-3 --seed 5
 RECORD_ARGS = --experts --size 128x160 --noise 0.1 --base-noise 0.05 --label expert --memory-labels
-TRAIN_DATA = $(TRAIN_DIR)/families,$(TRAIN_DIR)/memory,$(TRAIN_DIR)/move,$(TRAIN_DIR)/pointed
+TRAIN_DATA = $(TRAIN_DIR)/families,$(TRAIN_DIR)/memory,$(TRAIN_DIR)/move,$(TRAIN_DIR)/pointed,$(TRAIN_DIR)/drawer
 train: build
 	$(BIN) record $(RECORD_ARGS) --tasks families --episodes $(TRAIN_EPISODES) --out $(TRAIN_DIR)/families
 	$(BIN) record $(RECORD_ARGS) --tasks memory --episodes $(MEMORY_EPISODES) --seed 100000 --out $(TRAIN_DIR)/memory
 	$(BIN) record $(RECORD_ARGS) --tasks move --episodes $(TRAIN_EPISODES) --seed 200000 --out $(TRAIN_DIR)/move
 	$(BIN) record $(RECORD_ARGS) --tasks pointed_drawer --episodes $(TRAIN_EPISODES) --seed 300000 --out $(TRAIN_DIR)/pointed
+	$(BIN) record $(RECORD_ARGS) --tasks drawer --episodes $(TRAIN_EPISODES) --seed 400000 --out $(TRAIN_DIR)/drawer
 	$(BIN) train --data $(TRAIN_DATA) --preset $(TRAIN_PRESET) --steps $(TRAIN_STEPS) --out $(TRAIN_DIR)/$(TRAIN_PRESET)/policy.safetensors $(TRAIN_ARGS)
 
 train-nomem: train
