@@ -12,7 +12,8 @@ import (
 
 // The trainer's state file holds everything a resumed run needs besides
 // the policy checkpoint: the optimiser's moments and step, every stream's
-// episode, position and carried state, and the learning curve. Written
+// episode, position and carried state (memory, previous action, the
+// feedback memory FiLM reads, frame window), and the learning curve. Written
 // atomically after the checkpoint, it always matches a checkpoint on disk.
 // For a policy on another sequence model than the TTM the streams' carried
 // sequence states are not saved: a resumed run restarts each stream's
@@ -66,6 +67,9 @@ func (tr *Trainer) SaveState(path string) error {
 			f.Tensors[p+"memory"] = safetensors.FromFloat32(s.st.Memory().Tokens, len(s.st.Memory().Tokens))
 		}
 		f.Tensors[p+"prev"] = safetensors.FromFloat32(s.st.Prev, len(s.st.Prev))
+		if s.st.Feedback != nil {
+			f.Tensors[p+"feedback"] = safetensors.FromFloat32(s.st.Feedback, len(s.st.Feedback))
+		}
 		if n > 0 {
 			frames := make([]float32, 0, n*k*d)
 			for age := n - 1; age >= 0; age-- {
@@ -149,6 +153,11 @@ func (tr *Trainer) LoadState(path string) error {
 		}
 		if err := load(p+"prev", s.st.Prev); err != nil {
 			return err
+		}
+		if s.st.Feedback != nil {
+			if err := load(p+"feedback", s.st.Feedback); err != nil {
+				return err
+			}
 		}
 		if c.Frames > 0 {
 			frames := make([]float32, c.Frames*k*d)

@@ -139,11 +139,31 @@ func TestTrainingIsDeterministic(t *testing.T) {
 
 // TestResumeContinuesExactly: stopping after 3 updates, saving checkpoint
 // and state, and resuming in a new trainer gives the weights of 6
-// uninterrupted updates, bit for bit.
+// uninterrupted updates, bit for bit; also for a policy whose FiLM reads
+// the previous step's TTM output back, a state the streams carry across
+// updates.
 func TestResumeContinuesExactly(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*policy.Spec)
+	}{
+		{"small", nil},
+		{"memory FiLM", func(s *policy.Spec) { s.Policy.MemoryFiLM = true }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "fresh.safetensors")
+			resumeContinuesExactly(t, func() *policy.Policy { return presetPolicy(t, path, c.edit) })
+		})
+	}
+}
+
+// resumeContinuesExactly checks resuming on policies newPolicy returns,
+// each with the same fresh weights.
+func resumeContinuesExactly(t *testing.T, newPolicy func() *policy.Policy) {
 	cfg := smallConfig()
-	p := testPolicy(t)
-	eps := syntheticEpisodes(p, 3, 7, 2)
+	p := newPolicy()
+	// 11 steps: after 3 updates of windows of 3 the streams stop mid-episode.
+	eps := syntheticEpisodes(p, 3, 11, 2)
 	tr, err := New(cfg, p, eps, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +177,7 @@ func TestResumeContinuesExactly(t *testing.T) {
 
 	dir := t.TempDir()
 	ckpt, state := filepath.Join(dir, "p.safetensors"), filepath.Join(dir, "p.state")
-	p1 := testPolicy(t)
+	p1 := newPolicy()
 	tr1, err := New(cfg, p1, eps, nil)
 	if err != nil {
 		t.Fatal(err)
