@@ -66,7 +66,9 @@ func attackCases() []attackCase {
 func (a *attacker) badFrames(n int, send func(i int)) (string, bool) {
 	a.cameraOn.Store(false)
 	refused := a.freshCounter("frames_refused")
-	lines := a.logLines()
+	// The node's lines about frames: an episode the policy ends meanwhile
+	// logs its own lines, and the next instruction sent here more.
+	lines := a.logLinesWith("frame")
 	var during string
 	for i := range n {
 		if strings.Contains(a.statusNow(), "episode done") {
@@ -81,7 +83,7 @@ func (a *attacker) badFrames(n int, send func(i int)) (string, bool) {
 	}
 	_, stopped := a.waitStatus("stopped: camera frame too old", attackStatusWait)
 	got := a.freshCounter("frames_refused") - refused
-	logged := a.logLines() - lines
+	logged := a.logLinesWith("frame") - lines
 	ok := stopped && !strings.HasPrefix(during, "acting") && got >= uint64(n)*9/10 && (lines < 0 || logged <= 5)
 	return fmt.Sprintf("refused %d of %d; status %q, then %q; %s", got, n, during, a.statusNow(), logLinesText(logged)), ok
 }
