@@ -87,8 +87,8 @@ func evalTwins(t *testing.T, task string) map[string]twinFamily {
 // TestCommittedKitchenRemembersTheSpot runs the kitchen policy and its
 // twin on a few held-out put_back scenes and reads what their goal probes
 // hold once the object has slid away: the policy knows the spot it stood
-// on (7.4 cm off over 50 scenes of seeds 30001; 8.3 over these 6),
-// knocked out after the slide it does not (36.9; 25.9), nor does the twin
+// on (7.1 cm off over 50 scenes of seeds 30001; 8.1 over these 6),
+// knocked out after the slide it does not (37.2; 26.4), nor does the twin
 // trained without memory (27.4; 29.4). Success over six scenes is too
 // noisy to assert.
 func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
@@ -111,9 +111,9 @@ func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 
 // TestCommittedKitchenRemembersTheRing runs the kitchen policy and its twin
 // on a few held-out cue_pick scenes and reads where their target keypoints
-// are after the ring is gone: the policy's stays on the cued object (2.6
-// px off over 50 scenes of seeds 30001; 1.4 over these 6), knocked out
-// after the cue it does not (30.2; 19.7), nor does the twin's (27.7;
+// are after the ring is gone: the policy's stays on the cued object (2.5
+// px off over 50 scenes of seeds 30001; 1.3 over these 6), knocked out
+// after the cue it does not (29.5; 21.3), nor does the twin's (27.7;
 // 29.0): the objects stand tens of pixels apart. Success over six scenes
 // is too noisy to assert.
 func TestCommittedKitchenRemembersTheRing(t *testing.T) {
