@@ -367,12 +367,6 @@ func (a *attacker) freshCounter(key string) uint64 {
 // logLines counts the lines of the node's log (when the attack started
 // the node), -1 otherwise.
 func (a *attacker) logLines() int {
-	return a.logLinesWith("")
-}
-
-// logLinesWith counts the lines of the node's log that contain substr,
-// -1 when the log is not visible.
-func (a *attacker) logLinesWith(substr string) int {
 	if a.nodeLog == "" {
 		return -1
 	}
@@ -380,16 +374,16 @@ func (a *attacker) logLinesWith(substr string) int {
 	if err != nil {
 		return -1
 	}
-	if substr == "" {
-		return strings.Count(string(b), "\n")
+	return strings.Count(string(b), "\n")
+}
+
+// logLinesWith counts the lines of the node's log that contain substr, -1
+// when the attack did not start the node.
+func (a *attacker) logLinesWith(substr string) int {
+	if a.nodeLog == "" {
+		return -1
 	}
-	n := 0
-	for line := range strings.Lines(string(b)) {
-		if strings.Contains(line, substr) {
-			n++
-		}
-	}
-	return n
+	return len(grepLines(a.nodeLog, substr))
 }
 
 // libraryLines counts the lines of the node's log that a codec library
