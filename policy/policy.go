@@ -70,11 +70,26 @@ func (s *State) ResetMemory() {
 	clear(s.Feedback)
 }
 
+// Vector is one flat vector a State carries from step to step besides the
+// sequence model's state and the frame window.
+type Vector struct {
+	Name string     // its name in a saved training state
+	V    *[]float32 // points at a nil slice when the policy has none
+}
+
+// Vectors lists the vectors s carries. Clone, CopyFrom and the trainer's
+// saved state go through it, so a vector listed here is cloned, restored and
+// saved (a test fails for a []float32 field of State left out).
+func (s *State) Vectors() [2]Vector {
+	return [...]Vector{{"prev", &s.Prev}, {"feedback", &s.Feedback}}
+}
+
 // Clone returns an independent copy of s.
 func (s *State) Clone() *State {
-	c := &State{Seq: s.Seq.Clone(), Window: s.Window.Clone(), Prev: append([]float32(nil), s.Prev...), Steps: s.Steps}
-	if s.Feedback != nil {
-		c.Feedback = append([]float32(nil), s.Feedback...)
+	c := &State{Seq: s.Seq.Clone(), Window: s.Window.Clone(), Steps: s.Steps}
+	cv := c.Vectors()
+	for i, v := range s.Vectors() {
+		*cv[i].V = slices.Clone(*v.V)
 	}
 	return c
 }
@@ -85,8 +100,10 @@ func (s *State) Clone() *State {
 func (s *State) CopyFrom(o *State) {
 	s.Seq.CopyFrom(o.Seq)
 	s.Window.CopyFrom(o.Window)
-	copy(s.Prev, o.Prev)
-	copy(s.Feedback, o.Feedback)
+	sv := s.Vectors()
+	for i, v := range o.Vectors() {
+		copy(*sv[i].V, *v.V)
+	}
 	s.Steps = o.Steps
 }
 

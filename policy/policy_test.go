@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -135,6 +136,62 @@ func TestStepIsDeterministicAndReplayable(t *testing.T) {
 	}
 	if sa.Steps != 6 || sa.Window.Len() != 1 {
 		t.Errorf("state after 6 steps: %d steps, window of %d", sa.Steps, sa.Window.Len())
+	}
+}
+
+// TestStateVectorsListEveryVector: every []float32 field of State is in
+// Vectors, so Clone, CopyFrom and a saved training state carry it, and a
+// clone's vectors are its own.
+func TestStateVectorsListEveryVector(t *testing.T) {
+	p, err := Load(presetCheckpoint(t, "small-memory-film"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	st := p.NewState()
+	listed, names := map[*[]float32]bool{}, map[string]bool{}
+	for _, v := range st.Vectors() {
+		if listed[v.V] || names[v.Name] {
+			t.Fatalf("%s is listed twice", v.Name)
+		}
+		listed[v.V], names[v.Name] = true, true
+	}
+	rv := reflect.ValueOf(st).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		if f.Type() != reflect.TypeFor[[]float32]() {
+			continue
+		}
+		if !listed[f.Addr().Interface().(*[]float32)] {
+			t.Errorf("State.%s is not in Vectors", rv.Type().Field(i).Name)
+		}
+	}
+
+	for i, v := range st.Vectors() {
+		if len(*v.V) == 0 {
+			t.Fatalf("%s is empty in a small-memory-film state", v.Name)
+		}
+		for j := range *v.V {
+			(*v.V)[j] = float32(10*i + j)
+		}
+	}
+	c := st.Clone()
+	for i, v := range c.Vectors() {
+		if !slices.Equal(*v.V, *st.Vectors()[i].V) {
+			t.Errorf("the clone's %s differs", v.Name)
+		}
+		clear(*v.V)
+		if (*st.Vectors()[i].V)[1] == 0 {
+			t.Errorf("clearing the clone's %s cleared the state's", v.Name)
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { c.CopyFrom(st) }); n != 0 {
+		t.Errorf("CopyFrom allocates %v times", n)
+	}
+	for i, v := range c.Vectors() {
+		if !slices.Equal(*v.V, *st.Vectors()[i].V) {
+			t.Errorf("CopyFrom did not restore %s", v.Name)
+		}
 	}
 }
 

@@ -66,9 +66,10 @@ func (tr *Trainer) SaveState(path string) error {
 		if s.st.Memory() != nil {
 			f.Tensors[p+"memory"] = safetensors.FromFloat32(s.st.Memory().Tokens, len(s.st.Memory().Tokens))
 		}
-		f.Tensors[p+"prev"] = safetensors.FromFloat32(s.st.Prev, len(s.st.Prev))
-		if s.st.Feedback != nil {
-			f.Tensors[p+"feedback"] = safetensors.FromFloat32(s.st.Feedback, len(s.st.Feedback))
+		for _, v := range s.st.Vectors() {
+			if *v.V != nil {
+				f.Tensors[p+v.Name] = safetensors.FromFloat32(*v.V, len(*v.V))
+			}
 		}
 		if n > 0 {
 			frames := make([]float32, 0, n*k*d)
@@ -151,11 +152,11 @@ func (tr *Trainer) LoadState(path string) error {
 		if err := load(p+"memory", s.st.Memory().Tokens); err != nil {
 			return err
 		}
-		if err := load(p+"prev", s.st.Prev); err != nil {
-			return err
-		}
-		if s.st.Feedback != nil {
-			if err := load(p+"feedback", s.st.Feedback); err != nil {
+		for _, v := range s.st.Vectors() {
+			if *v.V == nil {
+				continue
+			}
+			if err := load(p+v.Name, *v.V); err != nil {
 				return err
 			}
 		}
