@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/policy/seq"
 )
 
@@ -33,7 +33,7 @@ func TestCostCommand(t *testing.T) {
 	if rows[2].Model != "causal" || rows[3].FLOPs <= rows[2].FLOPs {
 		t.Errorf("causal rows %+v %+v: want FLOPs growing with the step", rows[2], rows[3])
 	}
-	pngtest.Read(t, filepath.Join(dir, "cost.png"))
+	imagetest.PNG(t, filepath.Join(dir, "cost.png"))
 	if code, _, _ := runCmd(t, "cost", "--models", "nope", "--out", dir); code != 2 {
 		t.Errorf("unknown model: exit %d, want 2", code)
 	}

@@ -3,14 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"image/gif"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 )
@@ -129,15 +128,9 @@ func logTime(t *testing.T, line string) time.Time {
 func checkEpisodeFiles(t *testing.T, dir string, names []string, frames int) {
 	t.Helper()
 	for _, name := range names {
-		pngtest.Read(t, filepath.Join(dir, name+".png"))
-		g, err := os.Open(filepath.Join(dir, name+".gif"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := gif.DecodeAll(g)
-		g.Close()
-		if err != nil || len(a.Image) != frames {
-			t.Errorf("%s.gif: error %v, want %d frames", name, err, frames)
+		imagetest.PNG(t, filepath.Join(dir, name+".png"))
+		if n := len(imagetest.GIF(t, filepath.Join(dir, name+".gif")).Image); n != frames {
+			t.Errorf("%s.gif has %d frames, want %d", name, n, frames)
 		}
 	}
 }

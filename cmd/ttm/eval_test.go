@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
 )
@@ -58,7 +58,7 @@ func TestEvalExpertShardsMerge(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	pngtest.Read(t, filepath.Join(whole, "success_per_family.png"))
+	imagetest.PNG(t, filepath.Join(whole, "success_per_family.png"))
 
 	var shards []string
 	for _, s := range []string{"0/2", "1/2"} {

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"image/gif"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/internal/ros"
 	"github.com/ttmrobot/ttm/internal/rostest"
 	"github.com/ttmrobot/ttm/node"
@@ -158,18 +156,10 @@ func TestSimROSDrivenByNode(t *testing.T) {
 	t.Logf("policy node: %d ticks, %d acted, %d stopped, %d deadline misses, %d episodes", st.Ticks, st.Acted, st.Stopped, st.DeadlineMisses, st.Episodes)
 
 	for _, name := range []string{"01-pick-seed3", "02-pick-seed4", "03-cue_pick-seed3", "04-cue_pick-seed4"} {
-		if b := pngtest.Read(t, filepath.Join(out, name+".png")).Bounds(); b.Dx() != stripMargin+10*80 || b.Dy() != 64 {
+		if b := imagetest.PNG(t, filepath.Join(out, name+".png")).Bounds(); b.Dx() != stripMargin+10*80 || b.Dy() != 64 {
 			t.Errorf("%s.png is %v", name, b)
 		}
-		g, err := os.Open(filepath.Join(out, name+".gif"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, err := gif.DecodeAll(g)
-		g.Close()
-		if err != nil {
-			t.Fatalf("%s.gif: %v", name, err)
-		}
+		a := imagetest.GIF(t, filepath.Join(out, name+".gif"))
 		if len(a.Image) != 7 || a.Image[0].Bounds().Dx() != 80 || a.Image[0].Bounds().Dy() != 64 {
 			t.Errorf("%s.gif: %d frames of %v, want 7 of 80x64", name, len(a.Image), a.Image[0].Bounds())
 		}

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"image/gif"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/sim"
 	"github.com/ttmrobot/ttm/sim/simnode"
 )
@@ -64,15 +62,7 @@ func TestWriteGIF(t *testing.T) {
 	if err := writeGIF(path, frames, h, w); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	g, err := gif.DecodeAll(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := imagetest.GIF(t, path)
 	if len(g.Image) != 3 || len(g.Delay) != 3 || g.Delay[0] != 33 || g.Delay[2] != 100 {
 		t.Fatalf("%d frames, delays %v; want 3 frames at 33 cs, the last 100", len(g.Image), g.Delay)
 	}
@@ -117,7 +107,7 @@ func TestEpisodeRecorder(t *testing.T) {
 		t.Fatalf("written %v, error %v", r.written, r.err)
 	}
 	for ep, name := range []string{"01-pick-seed1", "02-pick-seed2"} {
-		strip := pngtest.Read(t, filepath.Join(dir, name+".png"))
+		strip := imagetest.PNG(t, filepath.Join(dir, name+".png"))
 		if b := strip.Bounds(); b.Dx() != stripMargin+4*w || b.Dy() != h {
 			t.Errorf("%s strip is %v", name, b)
 		}
@@ -129,15 +119,7 @@ func TestEpisodeRecorder(t *testing.T) {
 		if rl, _, _, _ := strip.At(stripMargin+3*w+1, 1).RGBA(); int(rl>>8) != 40*last {
 			t.Errorf("%s: last frame pixel %d, want %d", name, rl>>8, 40*last)
 		}
-		gf, err := os.Open(filepath.Join(dir, name+".gif"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		g, err := gif.DecodeAll(gf)
-		gf.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		g := imagetest.GIF(t, filepath.Join(dir, name+".gif"))
 		if len(g.Image) != last+1 {
 			t.Errorf("%s.gif has %d frames, want %d", name, len(g.Image), last+1)
 		}

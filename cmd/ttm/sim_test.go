@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 )
 
 func TestSimCommand(t *testing.T) {
@@ -35,7 +35,7 @@ func TestSimCommand(t *testing.T) {
 		t.Errorf("no progress logged:\n%s", stderr)
 	}
 	for _, name := range []string{"pick", "pointed_drawer"} {
-		img := pngtest.Read(t, filepath.Join(dir, name+".png"))
+		img := imagetest.PNG(t, filepath.Join(dir, name+".png"))
 		// 3 rows of 32 pixels; a success bar and 5 frames of 40 pixels.
 		if b := img.Bounds(); b.Dx() != stripMargin+5*40 || b.Dy() != 3*32 {
 			t.Errorf("%s strip is %v", name, b)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
@@ -76,7 +76,7 @@ func TestTrainCommand(t *testing.T) {
 	if len(lg.History) != 2 || lg.History[1].Step != 4 || lg.Episodes != 2 {
 		t.Errorf("JSON log %+v: want 2 records ending at update 4 over 2 episodes", lg)
 	}
-	pngtest.Read(t, files.curve)
+	imagetest.PNG(t, files.curve)
 	// The simulator's bags carry keypoint labels, and the feature cache
 	// keeps them.
 	cached, _ := filepath.Glob(filepath.Join(data, ".features", "*", "*.safetensors"))

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/internal/nn"
-	"github.com/ttmrobot/ttm/internal/pngtest"
 )
 
 // costModels builds every model at a size, initialised.
@@ -108,7 +108,7 @@ func TestPlotCost(t *testing.T) {
 	if err := PlotCost(path, rows); err != nil {
 		t.Fatal(err)
 	}
-	if b := pngtest.Read(t, path).Bounds(); b.Dx() < 500 || b.Dy() < 500 {
+	if b := imagetest.PNG(t, path).Bounds(); b.Dx() < 500 || b.Dy() < 500 {
 		t.Errorf("image is %v", b)
 	}
 	if err := PlotCost(path, nil); err == nil {

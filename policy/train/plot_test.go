@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 )
 
 // TestClipWarmUp: the loss axis leaves out the first 5 % of the records
@@ -81,7 +81,7 @@ func TestPlotCurve(t *testing.T) {
 		if err := PlotCurve(path, "test", history); err != nil {
 			t.Fatal(err)
 		}
-		heights[aux] = pngtest.Read(t, path).Bounds().Dy()
+		heights[aux] = imagetest.PNG(t, path).Bounds().Dy()
 	}
 	if 2*heights[true] != 3*heights[false] {
 		t.Errorf("heights %d with the auxiliary panel, %d without; want 3:2", heights[true], heights[false])

@@ -2,13 +2,12 @@ package eval
 
 import (
 	"context"
-	"image/gif"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/ttmrobot/ttm/internal/pngtest"
+	"github.com/ttmrobot/ttm/internal/imagetest"
 	"github.com/ttmrobot/ttm/sim"
 )
 
@@ -58,7 +57,7 @@ func TestOutputs(t *testing.T) {
 	}
 
 	for _, name := range []string{PlotSuccess, PlotLength} {
-		if b := pngtest.Read(t, filepath.Join(dir, name)).Bounds(); b.Dx() < 300 || b.Dy() < 200 {
+		if b := imagetest.PNG(t, filepath.Join(dir, name)).Bounds(); b.Dx() < 300 || b.Dy() < 200 {
 			t.Errorf("%s is %v", name, b)
 		}
 	}
@@ -66,15 +65,7 @@ func TestOutputs(t *testing.T) {
 	for _, run := range []string{"expert", "quitter"} {
 		for _, task := range cfg.Tasks {
 			path := filepath.Join(dir, VideoDir, run, task.Name+"-000.gif")
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := gif.DecodeAll(f)
-			f.Close()
-			if err != nil {
-				t.Fatalf("%s: %v", path, err)
-			}
+			g := imagetest.GIF(t, path)
 			steps := 0
 			for _, e := range led.Run(run).Episodes {
 				if e.Task == task.Name && e.Index == 0 {
