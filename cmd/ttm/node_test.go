@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,43 +115,11 @@ func (l *lockedBuffer) String() string {
 func TestNodeLaunch(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := withRate(t, smallPolicy(t), 4)
-	cmd := rosTool(t, m, "roslaunch", "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "simulator:=false")
-	cmd.Env = append(cmd.Env, "TTM_LOG_LEVEL=debug")
-	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT) // roslaunch passes it on to the node
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-			t.Errorf("roslaunch did not stop within 20 s of SIGINT")
-		}
-	}
-	defer func() {
-		stop()
-		if t.Failed() {
-			t.Logf("roslaunch output:\n%s", out.String())
-		}
-	}()
+	l := startLaunch(t, m, []string{"TTM_LOG_LEVEL=debug"}, "sim.launch", "policy:="+ckpt, "threads:=2", "simulator:=false")
 
 	rostest.WaitFor(t, 60*time.Second, "the node's status topic", func() error {
-		select {
-		case err := <-exited:
-			exited <- err
-			return fmt.Errorf("roslaunch exited: %v", err)
-		default:
+		if err := l.running(); err != nil {
+			return err
 		}
 		_, err := m.Run(5*time.Second, "rostopic", "echo", "-n", "1", "/sim/status")
 		return err
@@ -165,11 +132,7 @@ func TestNodeLaunch(t *testing.T) {
 	}
 	img := fmt.Sprintf("{header: {stamp: now, frame_id: headcam}, height: 24, width: 32, encoding: rgb8, is_bigendian: 0, step: 96, data: [%s]}",
 		strings.Join(frame, ","))
-	pub := rosTool(t, m, "rostopic", "pub", "-s", "-r", "10", "/sim/camera/image_raw", "sensor_msgs/Image", img)
-	if err := pub.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { killGroup(pub); _ = pub.Wait() }()
+	startTool(t, m, "rostopic", "pub", "-s", "-r", "10", "/sim/camera/image_raw", "sensor_msgs/Image", img)
 	m.MustRun(15*time.Second, "rostopic", "pub", "-1", "/sim/instruction", "std_msgs/String", "data: 'open the drawer'")
 
 	rostest.WaitFor(t, 30*time.Second, "status acting", func() error {
@@ -220,8 +183,10 @@ func TestNodeLaunch(t *testing.T) {
 		t.Error("the default camera topic was not remapped")
 	}
 
-	stop()
-	log := out.String()
+	if err := l.interrupt(t, 20*time.Second); err != nil {
+		t.Errorf("roslaunch after SIGINT: %v", err)
+	}
+	log := l.log.String()
 	if !strings.Contains(log, "node stopped") {
 		t.Errorf("the node did not log its shutdown")
 	}

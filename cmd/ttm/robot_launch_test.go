@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -21,44 +20,25 @@ func TestRobotLaunchB3(t *testing.T) {
 	}
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "robot-b3")
-	// start runs a ROS tool, its output to out (nil: discarded), until the
-	// test ends.
-	start := func(out io.Writer, tool string, args ...string) {
-		c := rosTool(t, m, tool, args...)
-		c.Stdout, c.Stderr = out, out
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			killGroup(c)
-			_ = c.Wait()
-		})
-	}
 	// A 32x32 rgb8 camera at 15 Hz with fresh stamps, and the heartbeat.
 	// They start first and must be publishing before the node launches, as
 	// a robot's drivers are: the start-up of a Python ROS tool (about half
 	// a second of CPU) would otherwise land in the node's warm-up, which
 	// times B3 on both cores against the 100 ms deadline.
 	pixels := strings.TrimSuffix(strings.Repeat("90, 120, 200, ", 32*32), ", ")
-	start(nil, "rostopic", "pub", "-s", "-r", "15", "/headcam/image_raw", "sensor_msgs/Image",
+	startTool(t, m, "rostopic", "pub", "-s", "-r", "15", "/headcam/image_raw", "sensor_msgs/Image",
 		"{header: {stamp: now, frame_id: head_camera_optical_frame}, height: 32, width: 32, encoding: rgb8, step: 96, data: ["+pixels+"]}")
-	start(nil, "rostopic", "pub", "-r", "10", "/heartbeat", "std_msgs/Empty")
+	startTool(t, m, "rostopic", "pub", "-r", "10", "/heartbeat", "std_msgs/Empty")
 	for _, topic := range []string{"/headcam/image_raw", "/heartbeat"} {
 		rostest.WaitFor(t, 30*time.Second, topic+" publishing", func() error {
 			_, err := m.Run(5*time.Second, "rostopic", "echo", "-n", "1", "--noarr", topic)
 			return err
 		})
 	}
-	var log lockedBuffer
-	start(&log, "roslaunch", "ttm", "robot.launch", "policy:="+ckpt, "threads:=2", "rate:=10")
-	defer func() {
-		if t.Failed() {
-			t.Logf("roslaunch output:\n%s", log.String())
-		}
-	}()
+	l := startLaunch(t, m, nil, "robot.launch", "policy:="+ckpt, "threads:=2", "rate:=10")
 
 	rostest.WaitFor(t, 90*time.Second, "the node loading B3 and waiting for an instruction", func() error {
-		out := log.String()
+		out := l.log.String()
 		if !strings.Contains(out, "shape=1536x9x9") {
 			return fmt.Errorf("no B3 backbone in the log yet")
 		}

@@ -22,32 +22,12 @@ func TestSimLaunch(t *testing.T) {
 	m := rostest.StartMaster(t)
 	ckpt := armPolicy(t, "small-proprio") // never terminates: every episode runs to max_steps
 	out := filepath.Join(t.TempDir(), "episodes")
-	cmd := rosTool(t, m, "roslaunch", "ttm", "sim.launch", "policy:="+ckpt, "threads:=2", "rate:=2",
+	l := startLaunch(t, m, nil, "sim.launch", "policy:="+ckpt, "threads:=2", "rate:=2",
 		"tasks:=pick,drawer", "max_steps:=10", "size:=64x80", "out:="+out)
-	var log lockedBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	finished := false
-	defer func() {
-		if !finished {
-			killGroup(cmd)
-			<-exited
-		}
-		if t.Failed() {
-			t.Logf("roslaunch output:\n%s", log.String())
-		}
-	}()
 
 	rostest.WaitFor(t, 60*time.Second, "the policy node acting on the simulator's frames", func() error {
-		select {
-		case err := <-exited:
-			exited <- err
-			return fmt.Errorf("roslaunch exited: %v", err)
-		default:
+		if err := l.running(); err != nil {
+			return err
 		}
 		o, err := m.Run(5*time.Second, "rostopic", "echo", "-n", "1", "/sim/status")
 		if err != nil {
@@ -76,16 +56,10 @@ func TestSimLaunch(t *testing.T) {
 		}
 	}
 
-	select {
-	case err := <-exited:
-		finished = true
-		if err != nil {
-			t.Errorf("roslaunch: %v", err)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatal("roslaunch still running 90 s after the simulator started")
+	if err := l.wait(t, 90*time.Second); err != nil {
+		t.Errorf("roslaunch: %v", err)
 	}
-	o := log.String()
+	o := l.log.String()
 	for _, want := range []string{"all episodes done", "process has finished cleanly", "node stopped"} {
 		if !strings.Contains(o, want) {
 			t.Errorf("roslaunch output lacks %q", want)
