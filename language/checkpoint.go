@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
 
@@ -20,9 +21,7 @@ const (
 func (m *Model) AddTo(f *safetensors.File, prefix string) {
 	f.Metadata[ConfigKey] = m.Config.JSON()
 	f.Metadata[VocabKey] = string(m.Vocab.MarshalText())
-	for _, s := range m.Specs {
-		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(m.Params[s.Offset:s.Offset+s.Size], s.Shape...)
-	}
+	layer.AddTensors(f, prefix, m.Specs, m.Params)
 }
 
 // FromFile builds a model from the configuration, vocabulary and tensors
@@ -51,10 +50,8 @@ func FromFile(f *safetensors.File, prefix string) (*Model, error) {
 	}
 	set := safetensors.Set{
 		What: "language checkpoint", Owns: safetensors.HasPrefix(prefix),
-		Needs: "the configuration and vocabulary need",
-	}
-	for _, s := range m.Specs {
-		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: m.Params[s.Offset : s.Offset+s.Size]})
+		Needs:   "the configuration and vocabulary need",
+		Tensors: layer.Wants(prefix, m.Specs, m.Params),
 	}
 	if err := f.Load(set); err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 )
 
@@ -88,12 +89,7 @@ func ParseConfig(b []byte) (Config, error) {
 
 // ParamSpec names one parameter tensor: its name under the checkpoint
 // prefix, its shape, and its place in the flat slice.
-type ParamSpec struct {
-	Name   string
-	Shape  []int
-	Offset int
-	Size   int
-}
+type ParamSpec = layer.Spec
 
 // Params are the model's tensors as views of one flat slice (parameters,
 // or gradients of the same layout).

@@ -3,6 +3,7 @@ package ttm
 import (
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
 
@@ -21,9 +22,7 @@ const maxReportedProblems = 12
 // AddTo stores the model's configuration and parameters in f under prefix.
 func (m *Model) AddTo(f *safetensors.File, prefix string) {
 	f.Metadata[ConfigKey] = m.Config.JSON()
-	for _, s := range m.Specs {
-		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(m.Params[s.Offset:s.Offset+s.Size], s.Shape...)
-	}
+	layer.AddTensors(f, prefix, m.Specs, m.Params)
 }
 
 // Save writes the model alone as a checkpoint file.
@@ -57,9 +56,7 @@ func FromFile(f *safetensors.File, prefix string) (*Model, error) {
 				c.MemoryMode, c.ProcessingUnit, c.NumLayers, c.UsePositionalEmbedding)
 		},
 	}
-	for _, s := range m.Specs {
-		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: m.Params[s.Offset : s.Offset+s.Size]})
-	}
+	set.Tensors = layer.Wants(prefix, m.Specs, m.Params)
 	if err := f.Load(set); err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package vision
 import (
 	"fmt"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 )
 
@@ -16,9 +17,7 @@ func AddFrontEnd(f *safetensors.File, cfg Config, head *Head, prefix string) err
 		return fmt.Errorf("vision: head configuration %+v differs from the front end's %+v", head.Config, cfg.Head)
 	}
 	f.Metadata[ConfigKey] = cfg.JSON()
-	for _, s := range head.Specs {
-		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(head.Params[s.Offset:s.Offset+s.Size], s.Shape...)
-	}
+	layer.AddTensors(f, prefix, head.Specs, head.Params)
 	return nil
 }
 
@@ -41,9 +40,7 @@ func FrontEndFromFile(f *safetensors.File, prefix string) (Config, *Head, error)
 	set := safetensors.Set{
 		What: "vision checkpoint", Owns: safetensors.HasPrefix(prefix),
 		Explain: func(string) string { return fmt.Sprintf(" (film %q)", cfg.Head.FiLM) },
-	}
-	for _, s := range head.Specs {
-		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: head.Params[s.Offset : s.Offset+s.Size]})
+		Tensors: layer.Wants(prefix, head.Specs, head.Params),
 	}
 	if err := f.Load(set); err != nil {
 		return Config{}, nil, err

@@ -2,7 +2,6 @@ package vision
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
 
 	"github.com/ttmrobot/ttm/internal/layer"
@@ -11,30 +10,9 @@ import (
 )
 
 // ParamSpec names one parameter tensor of the head: its name under
-// Prefix, its shape, and its place in the flat parameter slice.
-type ParamSpec struct {
-	Name   string
-	Shape  []int
-	Offset int
-	Size   int
-	init   paramInit
-}
-
-// paramInit says how Init fills a tensor: as the layer toolkit's
-// initialiser, or with a fixed 2-D sine-cosine position embedding for a
-// grid sinCosGrid positions wide.
-type paramInit struct {
-	layer.Init
-	sinCosGrid int
-}
-
-func (in paramInit) fill(dst []float32, r *rand.Rand, d int) {
-	if in.sinCosGrid > 0 {
-		sinCos2D(dst, in.sinCosGrid, d)
-		return
-	}
-	in.Init.Fill(dst, r)
-}
+// Prefix, its shape, its place in the flat parameter slice and its
+// initialiser.
+type ParamSpec = layer.Spec
 
 // HeadParams are the head's tensors as views of one flat slice: the
 // parameters themselves, or gradients and optimiser moments of the same
@@ -90,16 +68,15 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	C, d, e, k, hid := c.FeatureChannels, c.Dim, c.EmbeddingDim, c.Tokens, c.TokenLearnerHidden
 	var specs []ParamSpec
 	off := 0
-	add := func(name string, in paramInit, shape ...int) {
+	add := func(name string, in layer.Init, shape ...int) {
 		n := 1
 		for _, s := range shape {
 			n *= s
 		}
-		specs = append(specs, ParamSpec{Name: name, Shape: shape, Offset: off, Size: n, init: in})
+		specs = append(specs, ParamSpec{Name: name, Shape: shape, Offset: off, Size: n, Init: in})
 		off += n
 	}
-	zeros, ones, mlpBias := paramInit{Init: layer.Zeros}, paramInit{Init: layer.Ones}, paramInit{Init: layer.MLPBias}
-	xavier := func(in, out int) paramInit { return paramInit{Init: layer.Xavier(in, out)} }
+	zeros, ones, mlpBias, xavier := layer.Zeros, layer.Ones, layer.MLPBias, layer.Xavier
 	projIn := C
 	if c.Hidden > 0 {
 		projIn = c.Hidden
@@ -125,9 +102,9 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add("conv1x1/bias", zeros, d)
 	switch {
 	case c.Positions > 0 && c.PositionGridWidth > 0:
-		add("pos_embedding", paramInit{sinCosGrid: c.PositionGridWidth}, c.Positions, d)
+		add("pos_embedding", layer.SinCos2D(c.PositionGridWidth, d), c.Positions, d)
 	case c.Positions > 0:
-		add("pos_embedding", paramInit{Init: layer.PosInit}, c.Positions, d)
+		add("pos_embedding", layer.PosInit, c.Positions, d)
 	}
 	if c.FiLM == FiLMHead {
 		add("film/mult/kernel", zeros, e, d)
@@ -146,7 +123,7 @@ func headSpecs(c HeadConfig) []ParamSpec {
 	add(tl+"token_masking/Dense_1/kernel", xavier(hid, k), hid, k)
 	add(tl+"token_masking/Dense_1/bias", mlpBias, k)
 	if c.Keypoints {
-		add("keypoints/log_scale", paramInit{Init: layer.Const(float32(KeypointLogScaleInit))}, d)
+		add("keypoints/log_scale", layer.Const(float32(KeypointLogScaleInit)), d)
 		add("keypoints/dense/kernel", xavier(2*d, d), 2*d, d)
 		add("keypoints/dense/bias", zeros, d)
 	}
@@ -209,7 +186,7 @@ func (h *Head) NumParams() int { return len(h.Params) }
 func (h *Head) Init(seed uint64) {
 	r := rand.New(rand.NewPCG(seed, 0x7669_7369_6f6e_2f68)) // "vision/h"
 	for _, s := range h.Specs {
-		s.init.fill(h.Params[s.Offset:s.Offset+s.Size], r, h.Config.Dim)
+		s.Init.Fill(h.Params[s.Offset:s.Offset+s.Size], r)
 	}
 }
 
@@ -487,26 +464,4 @@ func (h *Head) secondStageBackward(g *HeadParams, ha *HiddenActs, n, hd int) {
 	nn.Transpose(dFirst, ha.dFirstT, hd, n)
 	nn.Add(dFirst, ha.dOut) // the residual
 	nn.GELUBackward(ha.dFiLM, dFirst, ha.FiLM, ha.First)
-}
-
-// sinCos2D writes the 2-D sine-cosine code of a grid of positions, width
-// per row, into dst (positions, d), scaled by 1/2 so that it does not drown
-// the projected features: the first half of each row codes the row index,
-// the second half the column, each as sin and cos pairs at frequencies from
-// one radian per position down to 1/100 (a grid of tens of positions
-// needs none lower).
-func sinCos2D(dst []float32, width, d int) {
-	const scale, lowest = 0.5, 0.01
-	q := d / 4 // frequencies per axis
-	for p := range len(dst) / d {
-		row := dst[p*d : (p+1)*d]
-		clear(row)
-		for axis, x := range [2]float64{float64(p / width), float64(p % width)} {
-			for k := range q {
-				w := math.Pow(lowest, float64(k)/float64(max(q-1, 1)))
-				row[axis*2*q+2*k] = float32(scale * math.Sin(x*w))
-				row[axis*2*q+2*k+1] = float32(scale * math.Cos(x*w))
-			}
-		}
-	}
 }

@@ -520,35 +520,6 @@ func TestHeadConfigRejects(t *testing.T) {
 	}
 }
 
-// TestSinCos2D: position (row 1, column 2) of a grid 3 wide with d = 8
-// holds 0.5·(sin, cos) of 1 and of 0.01 for the row, then of 2 and 0.02 for
-// the column; and codes of neighbours are closer than codes of far cells.
-func TestSinCos2D(t *testing.T) {
-	const width, d = 3, 8
-	dst := make([]float32, 6*d)
-	sinCos2D(dst, width, d)
-	row := dst[5*d : 6*d]
-	want := []float64{math.Sin(1), math.Cos(1), math.Sin(0.01), math.Cos(0.01), math.Sin(2), math.Cos(2), math.Sin(0.02), math.Cos(0.02)}
-	for i, w := range want {
-		if math.Abs(float64(row[i])-0.5*w) > 1e-6 {
-			t.Errorf("value %d = %v, want %v", i, row[i], 0.5*w)
-		}
-	}
-	big := make([]float32, 16*20*64)
-	sinCos2D(big, 20, 64)
-	dist := func(a, b int) float64 {
-		var s float64
-		for k := range 64 {
-			v := float64(big[a*64+k] - big[b*64+k])
-			s += v * v
-		}
-		return s
-	}
-	if near, far := dist(5*20+5, 5*20+6), dist(5*20+5, 12*20+17); near >= far {
-		t.Errorf("neighbour distance %v, far distance %v", near, far)
-	}
-}
-
 // TestKeypointReadoutOfItsTarget: a channel whose distribution is exactly
 // the supervision's target (the minimiser of SuperviseKeypoints' loss)
 // should read out, through the 3x3 window, the point it was labelled with.

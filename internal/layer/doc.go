@@ -2,7 +2,9 @@
 // from: dense, LayerNorm, MLP block, multi-head attention and TokenLearner.
 // Each layer is a parameter group (views into its model's one flat
 // []float32, registered by Flax name in a Table) with its forward pass and
-// its backward pass side by side.
+// its backward pass side by side. A Spec names one tensor of the flat
+// slice (the ttm, vision and language models all use it); AddTensors and
+// Wants store and load the slice in a checkpoint under a prefix.
 //
 // The style is llm.c's, over the nn kernels: plain row-major float32
 // slices, outputs first, then inputs, then sizes. A forward pass that a

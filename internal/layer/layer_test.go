@@ -4,7 +4,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/ttmrobot/ttm/internal/safetensors"
 )
 
 // randomize fills every tensor of t's flat slice with N(0, scale²) values
@@ -181,5 +184,69 @@ func TestTableBindsViewsWithoutSpill(t *testing.T) {
 	b[0] = 5
 	if grads[6] != 5 || flat[6] != 0 {
 		t.Errorf("after Bind the views cut %v, not %v", flat, grads)
+	}
+}
+
+// TestSinCos2D: the initialiser draws nothing (a nil source), and position (row 1, column 2) of a grid 3 wide with d = 8
+// holds 0.5·(sin, cos) of 1 and of 0.01 for the row, then of 2 and 0.02 for
+// the column; and codes of neighbours are closer than codes of far cells.
+func TestSinCos2D(t *testing.T) {
+	const width, d = 3, 8
+	dst := make([]float32, 6*d)
+	SinCos2D(width, d).Fill(dst, nil)
+	row := dst[5*d : 6*d]
+	want := []float64{math.Sin(1), math.Cos(1), math.Sin(0.01), math.Cos(0.01), math.Sin(2), math.Cos(2), math.Sin(0.02), math.Cos(0.02)}
+	for i, w := range want {
+		if math.Abs(float64(row[i])-0.5*w) > 1e-6 {
+			t.Errorf("value %d = %v, want %v", i, row[i], 0.5*w)
+		}
+	}
+	big := make([]float32, 16*20*64)
+	SinCos2D(20, 64).Fill(big, nil)
+	dist := func(a, b int) float64 {
+		var s float64
+		for k := range 64 {
+			v := float64(big[a*64+k] - big[b*64+k])
+			s += v * v
+		}
+		return s
+	}
+	if near, far := dist(5*20+5, 5*20+6), dist(5*20+5, 12*20+17); near >= far {
+		t.Errorf("neighbour distance %v, far distance %v", near, far)
+	}
+}
+
+// TestTensorsRoundTrip: AddTensors stores each tensor of a table's flat
+// slice under prefix plus its name and shape, and Wants reads them back
+// into another slice of the same layout; a table of another shape is
+// refused.
+func TestTensorsRoundTrip(t *testing.T) {
+	var a, b []float32
+	var tab Table
+	tab.Add(&a, "dense/kernel", Xavier(3, 2), 3, 2)
+	tab.Add(&b, "dense/bias", Zeros, 2)
+	params := make([]float32, tab.Size)
+	for i := range params {
+		params[i] = float32(i) + 0.5
+	}
+	f := safetensors.New()
+	AddTensors(f, "m/", tab.Specs, params)
+	if got := f.Tensors["m/dense/kernel"].Shape; !slices.Equal(got, []int{3, 2}) {
+		t.Fatalf("m/dense/kernel has shape %v", got)
+	}
+	back := make([]float32, tab.Size)
+	if err := f.Load(safetensors.Set{What: "test", Owns: safetensors.HasPrefix("m/"), Tensors: Wants("m/", tab.Specs, back)}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, params) {
+		t.Errorf("read back %v, stored %v", back, params)
+	}
+
+	var other Table
+	var c []float32
+	other.Add(&c, "dense/kernel", Zeros, 2, 3)
+	err := f.Load(safetensors.Set{What: "test", Owns: safetensors.HasPrefix("m/"), Tensors: Wants("m/", other.Specs, make([]float32, other.Size))})
+	if err == nil || !strings.Contains(err.Error(), "dense/kernel") || !strings.Contains(err.Error(), "dense/bias") {
+		t.Errorf("a table of another shape: %v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+
+	"github.com/ttmrobot/ttm/internal/safetensors"
 )
 
 // Init says how a new parameter tensor is filled, as Flax initialises it.
@@ -12,6 +14,7 @@ type Init struct {
 	FanIn, FanOut int     // xavier
 	Std           float64 // normal
 	Value         float32 // constant
+	Width, Dim    int     // sine-cosine: the grid's width and the code's
 }
 
 type initKind int
@@ -20,6 +23,7 @@ const (
 	initConst initKind = iota
 	initXavierUniform
 	initNormal
+	initSinCos2D
 )
 
 // The initialisers of the layers here: zeros (biases), ones (LayerNorm
@@ -43,6 +47,10 @@ func Normal(std float64) Init { return Init{kind: initNormal, Std: std} }
 // Const fills with v.
 func Const(v float32) Init { return Init{kind: initConst, Value: v} }
 
+// SinCos2D is the fixed 2-D sine-cosine code of a grid of positions, width
+// per row, each coded in dim values (see sinCos2D); it draws nothing.
+func SinCos2D(width, dim int) Init { return Init{kind: initSinCos2D, Width: width, Dim: dim} }
+
 // Fill fills dst, drawing from r.
 func (in Init) Fill(dst []float32, r *rand.Rand) {
 	switch in.kind {
@@ -59,8 +67,32 @@ func (in Init) Fill(dst []float32, r *rand.Rand) {
 		for i := range dst {
 			dst[i] = float32(r.NormFloat64() * in.Std)
 		}
+	case initSinCos2D:
+		sinCos2D(dst, in.Width, in.Dim)
 	default:
 		panic(fmt.Sprintf("layer: unknown initialiser %d", in.kind))
+	}
+}
+
+// sinCos2D writes the 2-D sine-cosine code of a grid of positions, width
+// per row, into dst (positions, d), scaled by 1/2 so that it does not drown
+// the projected features: the first half of each row codes the row index,
+// the second half the column, each as sin and cos pairs at frequencies from
+// one radian per position down to 1/100 (a grid of tens of positions
+// needs none lower).
+func sinCos2D(dst []float32, width, d int) {
+	const scale, lowest = 0.5, 0.01
+	q := d / 4 // frequencies per axis
+	for p := range len(dst) / d {
+		row := dst[p*d : (p+1)*d]
+		clear(row)
+		for axis, x := range [2]float64{float64(p / width), float64(p % width)} {
+			for k := range q {
+				w := math.Pow(lowest, float64(k)/float64(max(q-1, 1)))
+				row[axis*2*q+2*k] = float32(scale * math.Sin(x*w))
+				row[axis*2*q+2*k+1] = float32(scale * math.Cos(x*w))
+			}
+		}
 	}
 }
 
@@ -121,4 +153,22 @@ func (t *Table) Bind(flat []float32) {
 	if len(flat) > 0 {
 		t.bound = &flat[0]
 	}
+}
+
+// AddTensors puts each tensor of params (laid out by specs) in f, named
+// prefix plus its spec's name.
+func AddTensors(f *safetensors.File, prefix string, specs []Spec, params []float32) {
+	for _, s := range specs {
+		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
+	}
+}
+
+// Wants lists the tensors that fill params (laid out by specs) from a
+// checkpoint, each named prefix plus its spec's name, for safetensors.Set.
+func Wants(prefix string, specs []Spec, params []float32) []safetensors.Want {
+	w := make([]safetensors.Want, len(specs))
+	for i, s := range specs {
+		w[i] = safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: params[s.Offset : s.Offset+s.Size]}
+	}
+	return w
 }

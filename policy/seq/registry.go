@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/ttm"
 )
@@ -89,10 +90,7 @@ func FromConfigJSON(name, configJSON string) (Model, error) {
 // that owns claims is reported as unexpected. It calls ParamsChanged.
 func Load(m Model, f *safetensors.File, prefix string, owns func(string) bool) error {
 	params := m.Params()
-	set := safetensors.Set{What: "sequence model " + m.Name() + " checkpoint", Owns: owns}
-	for _, s := range m.Specs() {
-		set.Tensors = append(set.Tensors, safetensors.Want{Name: prefix + s.Name, Shape: s.Shape, Dst: params[s.Offset : s.Offset+s.Size]})
-	}
+	set := safetensors.Set{What: "sequence model " + m.Name() + " checkpoint", Owns: owns, Tensors: layer.Wants(prefix, m.Specs(), params)}
 	if err := f.Load(set); err != nil {
 		return err
 	}
