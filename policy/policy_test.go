@@ -46,6 +46,18 @@ func loadSmall(t *testing.T, opts Options) *Policy {
 	return p
 }
 
+// loadPreset loads a fresh policy of preset name (presetCheckpoint), closed
+// when the test ends.
+func loadPreset(t *testing.T, name string) *Policy {
+	t.Helper()
+	p, err := Load(presetCheckpoint(t, name), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
 // frame returns a seeded 256x320 RGB frame.
 func frame(seed uint64) vision.Frame {
 	r := rand.New(rand.NewPCG(seed, 1))
@@ -143,11 +155,7 @@ func TestStepIsDeterministicAndReplayable(t *testing.T) {
 // Vectors, so Clone, CopyFrom and a saved training state carry it, and a
 // clone's vectors are its own.
 func TestStateVectorsListEveryVector(t *testing.T) {
-	p, err := Load(presetCheckpoint(t, "small-memory-film"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := loadPreset(t, "small-memory-film")
 	st := p.NewState()
 	listed, names := map[*[]float32]bool{}, map[string]bool{}
 	for _, v := range st.Vectors() {
@@ -316,11 +324,7 @@ func TestStepDoesNotAllocate(t *testing.T) {
 		case "ttm":
 			p = loadSmall(t, Options{})
 		case "small-keypoints", "small-proprio", "small-geometry", "small-memory-film", "small-goal-probe", "small-memory-prior", "kitchen-sightline": // colour patches and the hidden stage(s) in the front end
-			var err error
-			if p, err = Load(presetCheckpoint(t, model), Options{}); err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
+			p = loadPreset(t, model)
 		default:
 			p = loadSeq(t, model, Options{})
 		}
@@ -495,11 +499,7 @@ func TestTargetGeometry(t *testing.T) {
 // values; specs without the relative geometry or the hand's height are
 // refused.
 func TestGeometrySightline(t *testing.T) {
-	p, err := Load(presetCheckpoint(t, "kitchen-sightline"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := loadPreset(t, "kitchen-sightline")
 	spec := p.Spec()
 	g := spec.Policy.TargetGeometry
 	for _, q := range [][]float32{{0.5, 0, 0.9, 0.2}, {0.45, -0.1, 0.5, 0}, {-0.2, 0, 1, 0}} { // the last: the hand behind the camera
@@ -648,11 +648,7 @@ func TestGoalProbe(t *testing.T) {
 		t.Error("the goal probe did not survive a checkpoint")
 	}
 
-	plain, err := Load(presetCheckpoint(t, "small-memory-film"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
+	plain := loadPreset(t, "small-memory-film")
 	plain.Step(obs, plain.NewState(), act)
 	if plain.GoalEstimate() != nil {
 		t.Error("a policy without a goal probe reports an estimate")
