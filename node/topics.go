@@ -75,7 +75,11 @@ type publishers struct {
 	action, cmdVel, arm, gripper, done, status, diag *ros.Publisher
 }
 
+// all lists the publishers, nil for those not created; none for a nil p.
 func (p *publishers) all() []*ros.Publisher {
+	if p == nil {
+		return nil
+	}
 	return []*ros.Publisher{p.action, p.cmdVel, p.arm, p.gripper, p.done, p.status, p.diag}
 }
 
@@ -281,12 +285,8 @@ func (r *rosIO) teardown() {
 		s.Close()
 	}
 	r.subs, r.srvs = nil, nil
-	if p := r.created; p != nil {
-		for _, pub := range p.all() {
-			if pub != nil {
-				pub.Close()
-			}
-		}
+	for _, pub := range r.created.all() {
+		pub.Close()
 	}
 	r.created = nil
 }

@@ -6,12 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/ttmrobot/ttm/internal/onnx"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/language"
+	"github.com/ttmrobot/ttm/sim"
 	"github.com/ttmrobot/ttm/vision"
 )
 
@@ -77,9 +76,9 @@ func runEncode(env *environment, args []string) error {
 	}
 	switch {
 	case *size != "":
-		h, w, err := encodeParseSize(*size)
+		h, w, err := sim.ParseSize(*size)
 		if err != nil {
-			return err
+			return fmt.Errorf("%w: --size: %v", errUsage, err)
 		}
 		if head != nil && (h != cfg.Preprocess.Height || w != cfg.Preprocess.Width) {
 			return fmt.Errorf("%w: --size %dx%d differs from the policy's %dx%d", errUsage, h, w, cfg.Preprocess.Height, cfg.Preprocess.Width)
@@ -269,21 +268,6 @@ func encodeGraphSize(path string) (h, w int) {
 		}
 	}
 	return 0, 0
-}
-
-// encodeParseSize reads "HxW".
-func encodeParseSize(s string) (h, w int, err error) {
-	hs, ws, ok := strings.Cut(strings.ToLower(s), "x")
-	if ok {
-		h, err = strconv.Atoi(hs)
-		if err == nil {
-			w, err = strconv.Atoi(ws)
-		}
-	}
-	if !ok || err != nil || h <= 0 || w <= 0 || h > vision.MaxInputSide || w > vision.MaxInputSide {
-		return 0, 0, fmt.Errorf("%w: --size %q, want HxW such as 300x300 (each 1..%d)", errUsage, s, vision.MaxInputSide)
-	}
-	return h, w, nil
 }
 
 // encodeSummary describes a tensor's values in one line.

@@ -63,8 +63,13 @@ func NewPublisher(conf PublisherConf) (*Publisher, error) {
 // afterwards.
 func (p *Publisher) Write(msg any) { p.p.Write(msg) }
 
-// Close stops publishing.
-func (p *Publisher) Close() { p.p.Close() }
+// Close stops publishing; on a nil Publisher (one a partial setup never
+// created) it does nothing.
+func (p *Publisher) Close() {
+	if p != nil {
+		p.p.Close()
+	}
+}
 
 // SubscriberConf configures a Subscriber.
 type SubscriberConf struct {

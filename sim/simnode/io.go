@@ -67,7 +67,11 @@ type simPublishers struct {
 	tf, tfStatic, joints, cameraInfo *ros.Publisher
 }
 
+// all lists the publishers, nil for those not created; none for a nil p.
 func (p *simPublishers) all() []*ros.Publisher {
+	if p == nil {
+		return nil
+	}
 	return []*ros.Publisher{p.image, p.proprio, p.instruction, p.tf, p.tfStatic, p.joints, p.cameraInfo}
 }
 
@@ -189,12 +193,8 @@ func (s *simIO) teardown() {
 		s.svc = nil
 	}
 	s.svcMu.Unlock()
-	if p := s.created; p != nil {
-		for _, pub := range p.all() {
-			if pub != nil {
-				pub.Close()
-			}
-		}
+	for _, pub := range s.created.all() {
+		pub.Close()
 	}
 	s.created = nil
 }
