@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/ttmrobot/ttm/internal/layer"
 	"github.com/ttmrobot/ttm/internal/nn"
 	"github.com/ttmrobot/ttm/internal/safetensors"
 	"github.com/ttmrobot/ttm/language"
@@ -172,10 +173,7 @@ func (p *Policy) Save(path string) error {
 		f.Metadata[SeqConfigKey] = p.seq.ConfigJSON()
 		prefix = seqTensorPrefix(p.seq.Name())
 	}
-	params := p.seq.Params()
-	for _, s := range p.seq.Specs() {
-		f.Tensors[prefix+s.Name] = safetensors.FromFloat32(params[s.Offset:s.Offset+s.Size], s.Shape...)
-	}
+	layer.AddTensors(f, prefix, p.seq.Specs(), p.seq.Params())
 	if err := vision.AddFrontEnd(f, p.spec.Vision, p.visionHd, vision.Prefix); err != nil {
 		return err
 	}

@@ -187,9 +187,10 @@ func TestTableBindsViewsWithoutSpill(t *testing.T) {
 	}
 }
 
-// TestSinCos2D: the initialiser draws nothing (a nil source), and position (row 1, column 2) of a grid 3 wide with d = 8
-// holds 0.5·(sin, cos) of 1 and of 0.01 for the row, then of 2 and 0.02 for
-// the column; and codes of neighbours are closer than codes of far cells.
+// TestSinCos2D: the initialiser draws nothing (a nil source), and position
+// (row 1, column 2) of a grid 3 wide with d = 8 holds 0.5·(sin, cos) of 1
+// and of 0.01 for the row, then of 2 and 0.02 for the column; and codes of
+// neighbours are closer than codes of far cells.
 func TestSinCos2D(t *testing.T) {
 	const width, d = 3, 8
 	dst := make([]float32, 6*d)
