@@ -271,6 +271,17 @@ func Unfold3x3Forward(out, feat []float32, c, n, width int) {
 // Unfold3x3Backward accumulates the gradient of Unfold3x3Forward into
 // dFeat (C, N) from dOut (9C, N).
 func Unfold3x3Backward(dFeat, dOut []float32, c, n, width int) {
+	mustHave("Unfold3x3Backward dOut", dOut, 9*c*n)
+	mustHave("Unfold3x3Backward dFeat", dFeat, c*n)
+	if n%width != 0 {
+		panic(fmt.Sprintf("vision: Unfold3x3Backward: %d positions are not rows of %d", n, width))
+	}
+	cvec.Unfold3x3Backward(dFeat, dOut, c, n, width)
+}
+
+// unfold3x3BackwardGo is Unfold3x3Backward in Go: the reference the C
+// kernel must equal bit for bit.
+func unfold3x3BackwardGo(dFeat, dOut []float32, c, n, width int) {
 	rows := n / width
 	for k := range 9 {
 		dy, dx := k/3-1, k%3-1

@@ -565,7 +565,8 @@ func TestKeypointReadoutOfItsTarget(t *testing.T) {
 
 // TestUnfold3x3MatchesDefinition: column (k·C + ch) of the unfolded map at
 // (y, x) is channel ch at (y + k/3 - 1, x + k%3 - 1), zero outside the map,
-// for maps down to one row or one column.
+// for maps down to one row or one column; the backward pass is its
+// adjoint.
 func TestUnfold3x3MatchesDefinition(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	for _, sz := range []struct{ c, rows, width int }{{1, 1, 1}, {2, 1, 4}, {3, 4, 1}, {2, 3, 2}, {4, 16, 20}} {
@@ -594,6 +595,29 @@ func TestUnfold3x3MatchesDefinition(t *testing.T) {
 					}
 				}
 			}
+		}
+		// The backward pass is the adjoint, <dOut, unfold(feat)> =
+		// <unfold^T(dOut), feat>, and the C kernel adds what the Go loop
+		// adds, bit for bit, onto a gradient that is not zero.
+		dOut := randFloats(r, 9*sz.c*n, 1)
+		start := randFloats(r, sz.c*n, 1)
+		dFeat, want := slices.Clone(start), slices.Clone(start)
+		Unfold3x3Backward(dFeat, dOut, sz.c, n, sz.width)
+		unfold3x3BackwardGo(want, dOut, sz.c, n, sz.width)
+		for i := range want {
+			if math.Float32bits(dFeat[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%+v: Unfold3x3Backward[%d] = %v, the Go loop %v", sz, i, dFeat[i], want[i])
+			}
+		}
+		var lhs, rhs float64
+		for i, v := range out {
+			lhs += float64(v) * float64(dOut[i])
+		}
+		for i, v := range feat {
+			rhs += float64(v) * float64(dFeat[i]-start[i])
+		}
+		if math.Abs(lhs-rhs) > 1e-4*(1+math.Abs(lhs)) {
+			t.Errorf("%+v: <dOut, unfold(feat)> = %v, <unfold^T(dOut), feat> = %v", sz, lhs, rhs)
 		}
 	}
 }

@@ -78,6 +78,12 @@ func Unfold3x3(out, feat []float32, c, n, width int) {
 	C.ttm_unfold3x3(cf(out), cf(feat), C.long(c), C.long(n), C.long(width))
 }
 
+// Unfold3x3Backward adds the gradient of Unfold3x3, dOut (9c, n), into
+// dFeat (c, n).
+func Unfold3x3Backward(dFeat, dOut []float32, c, n, width int) {
+	C.ttm_unfold3x3_backward(cf(dFeat), cf(dOut), C.long(c), C.long(n), C.long(width))
+}
+
 // KeypointDLogits sets dLogits[j, i] = q[j, i]·(dx_j·(gx_i - cx_j) +
 // dy_j·(gy_i - cy_j)); q, dLogits (d, n); coords, dCoords (2d).
 func KeypointDLogits(dLogits, q, gx, gy, coords, dCoords []float32, n, d int) {

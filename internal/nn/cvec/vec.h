@@ -296,6 +296,33 @@ TTM_VEC static void ttm_unfold3x3(float *restrict out, const float *restrict fea
 	}
 }
 
+// ttm_unfold3x3_backward is vision.Unfold3x3Backward: it adds the
+// gradient of ttm_unfold3x3, dOut (9c, n), into dFeat (c, n), in the Go
+// loop's order (tap by tap, so each element sums its nine terms in the
+// same sequence).
+TTM_VEC static void ttm_unfold3x3_backward(float *restrict dFeat, const float *restrict dOut, long c, long n, long width) {
+	long rows = n / width;
+	for (int k = 0; k < 9; k++) {
+		int dy = k / 3 - 1, dx = k % 3 - 1;
+		long x0 = dx < 0 ? 1 : 0, x1 = dx > 0 ? width - 1 : width;
+		for (long ch = 0; ch < c; ch++) {
+			float *dst = dFeat + ch * n;
+			const float *src = dOut + (k * c + ch) * n;
+			for (long y = 0; y < rows; y++) {
+				long sy = y + dy;
+				if (sy < 0 || sy >= rows) {
+					continue;
+				}
+				float *to = dst + sy * width + dx;
+				const float *from = src + y * width;
+				for (long x = x0; x < x1; x++) {
+					to[x] += from[x];
+				}
+			}
+		}
+	}
+}
+
 // ttm_keypoint_dlogits is the first half of vision.KeypointsBackward:
 // for each channel j, dLogits[j, i] = q[j, i]·(dx_j·(gx_i - cx_j) +
 // dy_j·(gy_i - cy_j)), q the readout (d, n), coords and dCoords (2d): x
