@@ -84,6 +84,10 @@ type SoakReport struct {
 	GoHeapStartMB   float64 `json:"go_heap_start_mb"`
 	GoHeapEndMB     float64 `json:"go_heap_end_mb"`
 	NonFiniteValues int     `json:"non_finite_values"`
+	// StealPercent is the share of the machine's CPU time its hypervisor
+	// gave to other guests during the soak (/proc/stat): time the node
+	// was ready to run and could not.
+	StealPercent float64 `json:"cpu_steal_percent"`
 }
 
 func TestSoak(t *testing.T) {
@@ -129,16 +133,19 @@ func TestSoak(t *testing.T) {
 	s0 := n.Stats()
 	start := time.Now()
 	watch.restart()
+	cpu0 := readCPUTimes(t)
+	cpuMinute := cpu0
 	rssMinute1 := 0.0
 	for time.Since(start) < *soakFor {
 		time.Sleep(min(time.Minute, *soakFor-time.Since(start)))
 		if rssMinute1 == 0 {
 			rssMinute1 = rssMB(t)
 		}
-		s := n.Stats()
-		t.Logf("soak %v: ticks %d, acted %d, deadline misses %d, busy %d, inference p99 %v (last 64), RSS %.1f MB",
+		s, cpu := n.Stats(), readCPUTimes(t)
+		t.Logf("soak %v: ticks %d, acted %d, deadline misses %d, busy %d, inference p99 %v (last 64), RSS %.1f MB, CPU steal %.1f %% (last minute)",
 			time.Since(start).Round(time.Second), s.Ticks-s0.Ticks, s.Acted-s0.Acted, s.DeadlineMisses-s0.DeadlineMisses, s.Busy-s0.Busy,
-			s.Stages[StageInference].P99.Round(100*time.Microsecond), rssMB(t))
+			s.Stages[StageInference].P99.Round(100*time.Microsecond), rssMB(t), cpu.stealPercentSince(cpuMinute))
+		cpuMinute = cpu
 	}
 	elapsed := time.Since(start)
 	s := n.Stats()
@@ -151,6 +158,7 @@ func TestSoak(t *testing.T) {
 		RepeatedFrames: s.RepeatedFrames - s0.RepeatedFrames, StaleTicks: s.StaleFrames - s0.StaleFrames,
 		RSSStartMB: rss0, RSSMinute1MB: rssMinute1, RSSEndMB: rssMB(t), GoHeapStartMB: heap0, GoHeapEndMB: heapMB(),
 		WarmupP50MS: msOf(n.Warmup().P50), WarmupP99MS: msOf(n.Warmup().P99),
+		StealPercent: readCPUTimes(t).stealPercentSince(cpu0),
 	}
 	// Quantiles of the measured window (histogram, within 4.4 %).
 	q := s.Stages[StageJitter]
@@ -243,6 +251,56 @@ func rssMB(t *testing.T) float64 {
 	return 0
 }
 
+// cpuTimes are the machine's CPU time counters of /proc/stat, in clock
+// ticks summed over CPUs.
+type cpuTimes struct{ total, steal uint64 }
+
+// parseCPUTimes reads the aggregate "cpu" line of /proc/stat: user, nice,
+// system, idle, iowait, irq, softirq, steal, then guest times that user
+// already counts (proc(5)).
+func parseCPUTimes(stat string) (cpuTimes, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return cpuTimes{}, fmt.Errorf("no aggregate cpu line with steal time in %q", line)
+	}
+	var c cpuTimes
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return cpuTimes{}, fmt.Errorf("cpu time %q: %w", v, err)
+		}
+		if c.total+n < c.total {
+			return cpuTimes{}, fmt.Errorf("cpu times overflow: %q", line)
+		}
+		c.total += n
+		if i == 7 {
+			c.steal = n
+		}
+	}
+	return c, nil
+}
+
+func readCPUTimes(t *testing.T) cpuTimes {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseCPUTimes(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// stealPercentSince is the share of CPU time stolen between b and c.
+func (c cpuTimes) stealPercentSince(b cpuTimes) float64 {
+	if c.total <= b.total {
+		return 0
+	}
+	return 100 * float64(c.steal-b.steal) / float64(c.total-b.total)
+}
+
 func heapMB() float64 {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -328,4 +386,46 @@ func (c *counter) nonFiniteValues() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.nonFinite
+}
+
+func TestParseCPUTimes(t *testing.T) {
+	for _, c := range []struct {
+		name, stat string
+		want       cpuTimes
+		err        string
+	}{
+		{"kernel line", "cpu  100 2 30 400 5 6 7 50 9 10\ncpu0 1 2 3 4 5 6 7 8 9 10\n", cpuTimes{total: 600, steal: 50}, ""},
+		{"no guest fields", "cpu 1 1 1 1 1 1 1 3", cpuTimes{total: 10, steal: 3}, ""},
+		{"no steal field", "cpu 1 2 3 4 5 6 7\n", cpuTimes{}, "no aggregate cpu line"},
+		{"per-CPU line first", "cpu0 1 2 3 4 5 6 7 8\n", cpuTimes{}, "no aggregate cpu line"},
+		{"not a number", "cpu 1 2 3 4 5 6 7 x\n", cpuTimes{}, `cpu time "x"`},
+		{"empty", "", cpuTimes{}, "no aggregate cpu line"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseCPUTimes(c.stat)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("parseCPUTimes = %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+	if p := (cpuTimes{total: 1100, steal: 60}).stealPercentSince(cpuTimes{total: 100, steal: 10}); p != 5 {
+		t.Fatalf("steal over 1000 ticks with 50 stolen: %v %%, want 5", p)
+	}
+}
+
+func FuzzParseCPUTimes(f *testing.F) {
+	f.Add("cpu  100 2 30 400 5 6 7 50 9 10\n")
+	f.Add("cpu 1 2 3\n")
+	f.Fuzz(func(t *testing.T, stat string) {
+		c, err := parseCPUTimes(stat)
+		if err == nil && c.steal > c.total {
+			t.Fatalf("steal %d above total %d", c.steal, c.total)
+		}
+	})
 }
