@@ -237,12 +237,21 @@ func softmax(x []float32) {
 	}
 }
 
+// ExpZeroBelow is where exp's float32 result becomes 0: e^-104 is below
+// half the smallest subnormal (e^-103.97), so it rounds to 0. A trained
+// policy's sharp softmaxes (keypoint maps) put many logits there.
+const ExpZeroBelow = -104
+
 // Exp32 is exp(x) in float32 to within 2 ulps, several times faster than
 // math.Exp: x = n·ln2 + f with |f| <= ln2/2, exp(f) by its Taylor series to
 // degree 7 (truncation error below 1e-8), and 2^n by building the exponent
-// bits. Arguments whose result would overflow or be subnormal take math.Exp.
+// bits. Arguments whose result would overflow or be subnormal take math.Exp,
+// except those below ExpZeroBelow, whose float32 result is 0.
 func Exp32(x float32) float32 {
 	if x > 88 || x < -87 || x != x {
+		if x < ExpZeroBelow {
+			return 0
+		}
 		return float32(math.Exp(float64(x)))
 	}
 	const (

@@ -273,6 +273,16 @@ func TestExp32(t *testing.T) {
 	if !math.IsInf(float64(Exp32(100)), 1) || Exp32(-200) != 0 || !math.IsNaN(float64(Exp32(float32(math.NaN())))) {
 		t.Error("overflow, underflow or NaN handled wrongly")
 	}
+	// Off the fast path Exp32 is math.Exp rounded to float32, bit for bit,
+	// the shortcut to 0 below ExpZeroBelow included.
+	for x := float32(-112); x < -87; x += 0.00137 {
+		if got, want := Exp32(x), float32(math.Exp(float64(x))); math.Float32bits(got) != math.Float32bits(want) {
+			t.Fatalf("Exp32(%v) = %g, float32(math.Exp) %g", x, got, want)
+		}
+	}
+	if float32(math.Exp(ExpZeroBelow)) != 0 || float32(math.Exp(ExpZeroBelow+0.1)) == 0 {
+		t.Errorf("exp's float32 result is not first 0 near %v", float32(ExpZeroBelow))
+	}
 }
 
 func TestGELUMatchesTanhFormula(t *testing.T) {

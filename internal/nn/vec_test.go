@@ -111,6 +111,16 @@ func TestVectorRowKernelsEqualGoLoops(t *testing.T) {
 			x[0] = x[1] - 100
 			x[5*k+49] = x[5*k] - 100
 		}},
+		{"values far below the max (exponents 0) in every row, a subnormal exponent in row 5", 8, 48, func(x []float32, k int) {
+			for i := range 8 {
+				x[i*k+1], x[i*k+7], x[i*k+20] = x[i*k]-150, x[i*k]-1e4, float32(math.Inf(-1))
+				x[i*k+30] = x[i*k] - 104.5
+			}
+			for j := 1; j < k; j++ { // row 5: the max, the rest 0, one subnormal
+				x[5*k+j] = x[5*k] - 150
+			}
+			x[5*k+9] = x[5*k] - 103.5 // e^-103.5 rounds to the smallest subnormal: Go's row
+		}},
 		{"an infinity in row 2", 4, 64, func(x []float32, k int) { x[2*k] = float32(math.Inf(1)) }},
 		{"signed zeros at the max", 4, 32, func(x []float32, k int) {
 			for i := range x {
@@ -209,18 +219,28 @@ func BenchmarkGELU(b *testing.B) {
 
 func BenchmarkSoftmaxRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	x0 := randSlice(r, 4*320, 3)
-	x := make([]float32, len(x0))
-	for _, k := range []struct {
+	x := make([]float32, 4*320)
+	for _, rows := range []struct {
 		name string
-		f    func(x []float32, n, k int)
-	}{{"kernels=" + vecKernels, SoftmaxRowsForward}, {"kernels=go", softmaxRowsGo}} {
-		b.Run(k.name, func(b *testing.B) {
-			b.SetBytes(int64(4 * len(x)))
-			for b.Loop() {
-				copy(x, x0)
-				k.f(x, 4, 320)
+		far  float32 // all but each row's first value this far below it
+	}{{"rows=spread", 0}, {"rows=peaked", 200}} { // peaked: a trained keypoint map's
+		x0 := randSlice(r, len(x), 3)
+		for i := range x0 {
+			if i%320 != 0 {
+				x0[i] -= rows.far
 			}
-		})
+		}
+		for _, k := range []struct {
+			name string
+			f    func(x []float32, n, k int)
+		}{{"kernels=" + vecKernels, SoftmaxRowsForward}, {"kernels=go", softmaxRowsGo}} {
+			b.Run(rows.name+"/"+k.name, func(b *testing.B) {
+				b.SetBytes(int64(4 * len(x)))
+				for b.Loop() {
+					copy(x, x0)
+					k.f(x, 4, 320)
+				}
+			})
+		}
 	}
 }

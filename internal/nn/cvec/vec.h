@@ -81,10 +81,11 @@ TTM_VEC static void ttm_gelu_backward(float *dIn, const float *dOut, const float
 }
 
 // ttm_softmax_rows is SoftmaxRowsForward over the rows x (n, k), k >= 1,
-// as far as Exp32's fast path goes: it stops, leaving the row untouched,
-// at the first row with an exponent outside [-87, 88] (a NaN, or a value
-// far below the row's maximum), and returns that row's index (n when all
-// were done), for Go to finish it.
+// as far as Exp32's fast path goes: an exponent below -104 (Go's
+// ExpZeroBelow) is 0, as in Go; it stops, leaving the row untouched, at
+// the first row with an exponent in [-104, -87) or above 88, or a NaN,
+// and returns that row's index (n when all were done), for Go to finish
+// it.
 TTM_VEC static long ttm_softmax_rows(float *x, long n, long k) {
 	for (long i = 0; i < n; i++) {
 		float *r = x + i * k;
@@ -95,13 +96,27 @@ TTM_VEC static long ttm_softmax_rows(float *x, long n, long k) {
 		int inRange = 1;
 		for (long j = 0; j < k; j++) {
 			float d = r[j] - mx;
-			inRange &= (d >= -87.0f) & (d <= 88.0f);
+			inRange &= ((d >= -87.0f) | (d < -104.0f)) & (d <= 88.0f);
 		}
 		if (!inRange) {
 			return i;
 		}
-		for (long j = 0; j < k; j++) {
-			r[j] = ttm_exp(r[j] - mx);
+		// As in ttm_gelu_forward, the clamp goes through blocks on the
+		// stack so that the exp loop stays vectorised.
+		enum { block = 256 };
+		float a[block], keep[block];
+		for (long lo = 0; lo < k; lo += block) {
+			long m = k - lo < block ? k - lo : block;
+			float *y = r + lo;
+			for (long j = 0; j < m; j++) {
+				float d = y[j] - mx;
+				keep[j] = d < -87.0f ? 0.0f : 1.0f; // d < -87 is d < -104 here
+				a[j] = d < -87.0f ? -87.0f : d;
+			}
+#pragma GCC ivdep
+			for (long j = 0; j < m; j++) {
+				y[j] = ttm_exp(a[j]) * keep[j];
+			}
 		}
 		float sum = 0.0f;
 		for (long j = 0; j < k; j++) {
