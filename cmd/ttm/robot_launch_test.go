@@ -11,9 +11,13 @@ import (
 
 // TestRobotLaunchB3 starts launch/robot.launch with the real roslaunch on a
 // robot-b3 checkpoint, RT-1's EfficientNet-B3 at 300x300, as a robot
-// selects it: roslaunch ttm robot.launch policy:=B3.safetensors rate:=10.
+// selects it: roslaunch ttm robot.launch policy:=B3.safetensors rate:=2.
 // A camera and the operator's heartbeat (rostopic pub) and an instruction
 // drive it; the node must load B3's 1536x9x9 map and act on the frames.
+// The rate is 2 Hz, not the robot's 10: the test shares two cores with the
+// other packages' tests, and whether B3 keeps 10 Hz is a measurement (the
+// soak, make soak SOAK_PRESET=robot-b3), not a pass or fail on the clock of
+// whichever machine runs the suite.
 func TestRobotLaunchB3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("generates EfficientNet-B3")
@@ -24,7 +28,7 @@ func TestRobotLaunchB3(t *testing.T) {
 	// They start first and must be publishing before the node launches, as
 	// a robot's drivers are: the start-up of a Python ROS tool (about half
 	// a second of CPU) would otherwise land in the node's warm-up, which
-	// times B3 on both cores against the 100 ms deadline.
+	// times B3 on both cores against the control period.
 	pixels := strings.TrimSuffix(strings.Repeat("90, 120, 200, ", 32*32), ", ")
 	startTool(t, m, "rostopic", "pub", "-s", "-r", "15", "/headcam/image_raw", "sensor_msgs/Image",
 		"{header: {stamp: now, frame_id: head_camera_optical_frame}, height: 32, width: 32, encoding: rgb8, step: 96, data: ["+pixels+"]}")
@@ -35,7 +39,7 @@ func TestRobotLaunchB3(t *testing.T) {
 			return err
 		})
 	}
-	l := startLaunch(t, m, nil, "robot.launch", "policy:="+ckpt, "threads:=2", "rate:=10")
+	l := startLaunch(t, m, nil, "robot.launch", "policy:="+ckpt, "threads:=2", "rate:=2")
 
 	rostest.WaitFor(t, 90*time.Second, "the node loading B3 and waiting for an instruction", func() error {
 		out := l.log.String()
