@@ -32,7 +32,7 @@ func softmaxRows(x []float32, n, k int) {
 	}
 	for i := 0; i < n; {
 		i += cvec.SoftmaxRows(x[i*k:], n-i, k)
-		if i < n { // a row beyond Exp32's fast path
+		if i < n { // a row with a NaN or +Inf
 			softmax(x[i*k : i*k+k])
 			i++
 		}

@@ -221,13 +221,17 @@ func BenchmarkSoftmaxRows(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := make([]float32, 4*320)
 	for _, rows := range []struct {
-		name string
-		far  float32 // all but each row's first value this far below it
-	}{{"rows=spread", 0}, {"rows=peaked", 200}} { // peaked: a trained keypoint map's
+		name        string
+		far, spread float32 // all but each row's first value far to far+spread below it
+	}{
+		{"rows=spread", 0, 0},
+		{"rows=peaked", 200, 0}, // a trained keypoint map's: exponents 0 in float32
+		{"rows=tail", 60, 80},   // a fifth of the exponents subnormal
+	} {
 		x0 := randSlice(r, len(x), 3)
 		for i := range x0 {
 			if i%320 != 0 {
-				x0[i] -= rows.far
+				x0[i] -= rows.far + rows.spread*r.Float32()
 			}
 		}
 		for _, k := range []struct {

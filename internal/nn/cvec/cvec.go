@@ -31,9 +31,8 @@ func GELUBackward(dIn, dOut, in, out []float32) {
 }
 
 // SoftmaxRows applies a softmax to the rows of x (n, k) in order, and
-// stops at the first row whose exponents leave Exp32's fast path (a NaN,
-// or a value 87 to 104 below the row's maximum; further below, the
-// exponent is 0), leaving it as it was. It returns that row's index, or n.
+// stops at the first row holding a NaN or an infinity above the others,
+// leaving it as it was. It returns that row's index, or n.
 func SoftmaxRows(x []float32, n, k int) int {
 	return int(C.ttm_softmax_rows(cf(x), C.long(n), C.long(k)))
 }

@@ -4,13 +4,14 @@
 // for bit whichever runs: the compiler is asked not to fuse products and
 // sums (fp-contract=off) nor to reorder them (no -ffast-math), and sums
 // along a row stay sequential. What the vector units gain is the many
-// elements at once: the loops here have no calls and no branches, which
-// GCC vectorises for each instruction set in target_clones and picks the
+// elements at once: the loops here have no calls and no branches (but
+// ttm_softmax_rows' rare subnormal pass), which GCC vectorises for each instruction set in target_clones and picks the
 // best one for the running CPU at load time.
 //
 // The float32 constants are written in hex, as Go rounds its constant
 // expressions (geluScale, 1.0/6, ...) to float32.
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -81,11 +82,13 @@ TTM_VEC static void ttm_gelu_backward(float *dIn, const float *dOut, const float
 }
 
 // ttm_softmax_rows is SoftmaxRowsForward over the rows x (n, k), k >= 1,
-// as far as Exp32's fast path goes: an exponent below -104 (Go's
-// ExpZeroBelow) is 0, as in Go; it stops, leaving the row untouched, at
-// the first row with an exponent in [-104, -87) or above 88, or a NaN,
-// and returns that row's index (n when all were done), for Go to finish
-// it.
+// bit for bit: an exponent below -104 (Go's ExpZeroBelow) is 0, as in Go,
+// and one in [-104, -87), whose float32 exp is subnormal, is the double
+// exp rounded to float32, which is what Go's float32(math.Exp) gives for
+// every such float32 (TestSoftmaxRowsSubnormalExponents). It stops,
+// leaving the row untouched, at the first row with a NaN or an exponent
+// above 88 (an infinity) and returns that row's index (n when all were
+// done), for Go to finish it.
 TTM_VEC static long ttm_softmax_rows(float *x, long n, long k) {
 	for (long i = 0; i < n; i++) {
 		float *r = x + i * k;
@@ -93,10 +96,11 @@ TTM_VEC static long ttm_softmax_rows(float *x, long n, long k) {
 		for (long j = 1; j < k; j++) {
 			mx = r[j] > mx ? r[j] : mx;
 		}
-		int inRange = 1;
+		int inRange = 1, subnormal = 0;
 		for (long j = 0; j < k; j++) {
 			float d = r[j] - mx;
-			inRange &= ((d >= -87.0f) | (d < -104.0f)) & (d <= 88.0f);
+			inRange &= d <= 88.0f; // false for a NaN
+			subnormal |= (d < -87.0f) & (d >= -104.0f);
 		}
 		if (!inRange) {
 			return i;
@@ -104,18 +108,30 @@ TTM_VEC static long ttm_softmax_rows(float *x, long n, long k) {
 		// As in ttm_gelu_forward, the clamp goes through blocks on the
 		// stack so that the exp loop stays vectorised.
 		enum { block = 256 };
-		float a[block], keep[block];
+		float a[block], keep[block], dv[block];
 		for (long lo = 0; lo < k; lo += block) {
 			long m = k - lo < block ? k - lo : block;
 			float *y = r + lo;
 			for (long j = 0; j < m; j++) {
 				float d = y[j] - mx;
-				keep[j] = d < -87.0f ? 0.0f : 1.0f; // d < -87 is d < -104 here
+				keep[j] = d < -87.0f ? 0.0f : 1.0f;
 				a[j] = d < -87.0f ? -87.0f : d;
+			}
+			if (subnormal) {
+				for (long j = 0; j < m; j++) {
+					dv[j] = y[j] - mx;
+				}
 			}
 #pragma GCC ivdep
 			for (long j = 0; j < m; j++) {
 				y[j] = ttm_exp(a[j]) * keep[j];
+			}
+			if (subnormal) {
+				for (long j = 0; j < m; j++) {
+					if (dv[j] < -87.0f && dv[j] >= -104.0f) {
+						y[j] = (float)exp((double)dv[j]);
+					}
+				}
 			}
 		}
 		float sum = 0.0f;
