@@ -87,8 +87,8 @@ func TestVectorKernelsEqualGoLoops(t *testing.T) {
 }
 
 // TestVectorRowKernelsEqualGoLoops: the same for the kernels that work
-// row by row (softmax, SumRows, LayerNorm forward and backward), including rows the C
-// softmax leaves to Go.
+// row by row (softmax, SumRows, LayerNorm forward and backward), including
+// rows the C softmax leaves to Go (a NaN, an infinity).
 func TestVectorRowKernelsEqualGoLoops(t *testing.T) {
 	if vecKernels == "go" {
 		t.Skip("no cgo: the Go loops are the kernels")
@@ -119,7 +119,7 @@ func TestVectorRowKernelsEqualGoLoops(t *testing.T) {
 			for j := 1; j < k; j++ { // row 5: the max, the rest 0, one subnormal
 				x[5*k+j] = x[5*k] - 150
 			}
-			x[5*k+9] = x[5*k] - 103.5 // e^-103.5 rounds to the smallest subnormal: Go's row
+			x[5*k+9] = x[5*k] - 103.5 // e^-103.5 rounds to the smallest subnormal
 		}},
 		{"an infinity in row 2", 4, 64, func(x []float32, k int) { x[2*k] = float32(math.Inf(1)) }},
 		{"signed zeros at the max", 4, 32, func(x []float32, k int) {

@@ -5,8 +5,9 @@
 // sums (fp-contract=off) nor to reorder them (no -ffast-math), and sums
 // along a row stay sequential. What the vector units gain is the many
 // elements at once: the loops here have no calls and no branches (but
-// ttm_softmax_rows' rare subnormal pass), which GCC vectorises for each instruction set in target_clones and picks the
-// best one for the running CPU at load time.
+// ttm_softmax_rows' rare subnormal pass), which GCC vectorises for each
+// instruction set in target_clones and picks the best one for the running
+// CPU at load time.
 //
 // The float32 constants are written in hex, as Go rounds its constant
 // expressions (geluScale, 1.0/6, ...) to float32.
@@ -86,9 +87,9 @@ TTM_VEC static void ttm_gelu_backward(float *dIn, const float *dOut, const float
 // and one in [-104, -87), whose float32 exp is subnormal, is the double
 // exp rounded to float32, which is what Go's float32(math.Exp) gives for
 // every such float32 (TestSoftmaxRowsSubnormalExponents). It stops,
-// leaving the row untouched, at the first row with a NaN or an exponent
-// above 88 (an infinity) and returns that row's index (n when all were
-// done), for Go to finish it.
+// leaving the row untouched, at the first row with a NaN exponent (a NaN
+// in the row, or +Inf: Inf - Inf) and returns that row's index (n when
+// all were done), for Go to finish it.
 TTM_VEC static long ttm_softmax_rows(float *x, long n, long k) {
 	for (long i = 0; i < n; i++) {
 		float *r = x + i * k;
