@@ -117,36 +117,28 @@ var jointNames = []string{robot.JointGripper}
 func (s *simIO) setup(n *ros.Node) error {
 	p := &simPublishers{}
 	s.created = p
-	var err error
-	// Latched: a policy node that connects late (or again) gets the current
-	// frame at once instead of after the action timeout.
-	p.image, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[ros.TopicImage], Msg: &sensor_msgs.Image{}, Latch: true})
-	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.names[ros.TopicImage], err)
-	}
-	p.proprio, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[ros.TopicProprio], Msg: &std_msgs.Float32MultiArray{}, Latch: true})
-	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.names[ros.TopicProprio], err)
-	}
-	p.instruction, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[ros.TopicInstruction], Msg: &std_msgs.String{}, Latch: true})
-	if err != nil {
-		return fmt.Errorf("publish %s: %w", s.names[ros.TopicInstruction], err)
-	}
-	// Latched as the image is, but not tf: tf listeners expect a stream.
+	// The image, proprioception and instruction are latched: a policy node
+	// that connects late (or again) gets the current frame at once instead
+	// of after the action timeout. tf is not: tf listeners expect a stream.
 	for _, pc := range []struct {
 		pub   **ros.Publisher
 		name  string
 		msg   any
 		latch bool
 	}{
+		{&p.image, ros.TopicImage, &sensor_msgs.Image{}, true},
+		{&p.proprio, ros.TopicProprio, &std_msgs.Float32MultiArray{}, true},
+		{&p.instruction, ros.TopicInstruction, &std_msgs.String{}, true},
 		{&p.tf, ros.TopicTF, &tf2_msgs.TFMessage{}, false},
 		{&p.tfStatic, ros.TopicTFStatic, &tf2_msgs.TFMessage{}, true},
 		{&p.joints, ros.TopicJointStates, &sensor_msgs.JointState{}, true},
 		{&p.cameraInfo, ros.TopicCameraInfo, &sensor_msgs.CameraInfo{}, true},
 	} {
-		if *pc.pub, err = ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[pc.name], Msg: pc.msg, Latch: pc.latch}); err != nil {
+		pub, err := ros.NewPublisher(ros.PublisherConf{Node: n, Topic: s.names[pc.name], Msg: pc.msg, Latch: pc.latch})
+		if err != nil {
 			return fmt.Errorf("publish %s: %w", s.names[pc.name], err)
 		}
+		*pc.pub = pub
 	}
 	p.tfStatic.Write(staticTF(n.TimeNow()))
 	s.instrMu.Lock()
