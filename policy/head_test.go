@@ -19,11 +19,10 @@ func TestDecodeMatchesLogitsOf(t *testing.T) {
 		name  string
 		space action.Space
 		d     int
-		exact bool
 	}{
-		{"rt1-d64", action.RT1(), 64, true},
-		{"continuous-arm-d64", action.RT1ContinuousArm(), 64, true},
-		{"rt1-d512", action.RT1(), 512, false},
+		{"rt1-d64", action.RT1(), 64},
+		{"continuous-arm-d64", action.RT1ContinuousArm(), 64},
+		{"rt1-d512", action.RT1(), 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newActionHead(Config{ActionSpace: tc.space}, tc.d, 8, 4)
@@ -51,13 +50,15 @@ func TestDecodeMatchesLogitsOf(t *testing.T) {
 				h.decode(a, got, pooled, out, rows, pack)
 				for i, w := range want {
 					// Two float32 sums of the same d+1 terms in any order
-					// differ by at most 2·(d+1)·2⁻²⁴·Σ|term|.
+					// differ by at most 2·(d+1)·2⁻²⁴·Σ|term|. The same
+					// bits at d 64 on AVX-512 CPUs, but not on AVX2 ones,
+					// where OpenBLAS's product sums in another order.
 					terms := math.Abs(float64(h.bias[i]))
 					for k, x := range pooled {
 						terms += math.Abs(float64(x) * float64(h.kernel[k*h.width+i]))
 					}
 					bound := 2 * float64(tc.d+1) * 0x1p-24 * terms
-					if tc.exact && got[i] != w || math.Abs(float64(got[i]-w)) > bound {
+					if math.Abs(float64(got[i]-w)) > bound {
 						t.Fatalf("%s: logit %d: decode %v, logitsOf %v (bound %.2g)", when, i, got[i], w, bound)
 					}
 				}
