@@ -250,8 +250,8 @@ func (h *actionHead) pack() {
 // decode computes the logits from the TTM output (r, d) into logits
 // (paddedWidth; the first Σ width are the head's), using pooled (d) and
 // pack (nn.PackScratchSize(d)) as scratch, and the action into a. Its
-// logits equal logitsOf's up to rounding (bit for bit up to d = 256 on
-// AVX-512 CPUs).
+// logits equal logitsOf's up to rounding, and bit for bit up to d = 256
+// when Gemm is the project's own product (nn.Backend() "avx512").
 func (h *actionHead) decode(a, logits, pooled, out []float32, r int, pack []float32) {
 	h.pool(pooled, out, r)
 	if h.packed == nil {
