@@ -723,17 +723,7 @@ func TestGoalProbeLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := tr.step()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, last := u.goalLoss, 0.0
-	for tr.Updates() < cfg.Steps {
-		if u, err = tr.step(); err != nil {
-			t.Fatal(err)
-		}
-		last = u.goalLoss
-	}
+	first, last := lossAtEnds(t, tr, func(u update) float64 { return u.goalLoss })
 	t.Logf("goal loss %.3f -> %.3f", first, last)
 	if !(first > 0.5) || !(last < 0.5*first) {
 		t.Errorf("goal loss %.3f -> %.3f: the probe is not learning where the goal is", first, last)
@@ -844,6 +834,23 @@ func TestConfigFor(t *testing.T) {
 	}
 }
 
+// lossAtEnds runs tr to its last update and returns loss of its first
+// and of its last.
+func lossAtEnds(t *testing.T, tr *Trainer, loss func(update) float64) (first, last float64) {
+	t.Helper()
+	for i := 0; tr.Updates() < tr.cfg.Steps; i++ {
+		u, err := tr.step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = loss(u)
+		}
+		last = loss(u)
+	}
+	return first, last
+}
+
 // lyingEpisodes labels each step of synthetic episodes lying or standing
 // at random, a lying step's frame raising channel 1 at every cell, so that
 // the map under any keypoint shows it.
@@ -883,17 +890,7 @@ func TestLyingProbeLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := tr.step()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, last := u.lyingLoss/float64(u.lyingLabels), 0.0
-	for tr.Updates() < cfg.Steps {
-		if u, err = tr.step(); err != nil {
-			t.Fatal(err)
-		}
-		last = u.lyingLoss / float64(u.lyingLabels)
-	}
+	first, last := lossAtEnds(t, tr, func(u update) float64 { return u.lyingLoss / float64(u.lyingLabels) })
 	t.Logf("lying loss %.3f -> %.3f", first, last)
 	if math.Abs(first-math.Ln2) > 1e-6 || !(last < 0.5*first) {
 		t.Errorf("lying loss %.3f -> %.3f: want ln 2 at first, then less than half of it", first, last)

@@ -256,12 +256,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		if !spec.Policy.GoalProbe {
 			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-goal-probe preset)")
 		}
-		goals := 0
-		for _, e := range eps {
-			if e.Goal != nil {
-				goals++
-			}
-		}
+		goals := countEpisodes(eps, func(e *Episode) bool { return e.Goal != nil })
 		if goals == 0 {
 			return nil, errors.New("train: goal probe, but no episode has a start goal (the simulator's memory tasks have them)")
 		}
@@ -271,12 +266,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		if !spec.Vision.Head.LyingProbe {
 			return nil, errors.New("train: lying_weight needs a vision head with a lying probe")
 		}
-		lying := 0
-		for _, e := range eps {
-			if e.Lying != nil {
-				lying++
-			}
-		}
+		lying := countEpisodes(eps, func(e *Episode) bool { return e.Lying != nil })
 		if lying == 0 {
 			return nil, errors.New("train: lying probe, but no episode has target-lying labels (record them with the simulator)")
 		}
@@ -454,6 +444,17 @@ func (tr *Trainer) step() (update, error) {
 	n := float64(total)
 	return update{loss: sumLoss / n, acc: float64(correct) / float64(max(labels, 1)), keypointLoss: sumKeypoint / n, goalLoss: sumGoal / n,
 		lyingLoss: sumLying, lyingCorrect: lyingCorrect, lyingLabels: lyingLabels, gradNorm: gradNorm}, nil
+}
+
+// countEpisodes is the number of episodes of eps that has reports.
+func countEpisodes(eps []*Episode, has func(*Episode) bool) int {
+	n := 0
+	for _, e := range eps {
+		if has(e) {
+			n++
+		}
+	}
+	return n
 }
 
 // balanceWindows shares the windows of an update among the workers so
