@@ -471,21 +471,8 @@ func TestKeypointSupervisionLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := tr.step()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, last := u.keypointLoss, 0.0
-	for tr.Updates() < cfg.Steps {
-		if u, err = tr.step(); err != nil {
-			t.Fatal(err)
-		}
-		last = u.keypointLoss
-		if tr.Updates()%20 == 0 {
-			t.Logf("update %d: keypoint loss %.3f per unit weight", tr.Updates(), last/cfg.KeypointWeight)
-		}
-	}
-	first, last = first/cfg.KeypointWeight, last/cfg.KeypointWeight
+	first, last := lossAtEnds(t, tr, func(u update) float64 { return u.keypointLoss / cfg.KeypointWeight })
+	t.Logf("keypoint loss %.3f -> %.3f per unit weight", first, last)
 	if !(first > 4) || !(last < 0.7*first) {
 		t.Errorf("keypoint loss %.3f -> %.3f (per unit weight): not learning where the spot is", first, last)
 	}
@@ -692,6 +679,23 @@ func goalEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
 	return eps
 }
 
+// lossAtEnds runs tr to its last update and returns loss of its first
+// update and of its last.
+func lossAtEnds(t *testing.T, tr *Trainer, loss func(update) float64) (first, last float64) {
+	t.Helper()
+	for i := 0; tr.Updates() < tr.cfg.Steps; i++ {
+		u, err := tr.step()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = loss(u)
+		}
+		last = loss(u)
+	}
+	return first, last
+}
+
 // TestGoalProbeLearns: with a goal the frames show, the goal probe's loss
 // falls by more than half within 60 updates; without a weight it is not
 // computed; a weight without a probe or without goals is refused.
@@ -704,17 +708,7 @@ func TestGoalProbeLearns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := tr.step()
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, last := u.goalLoss, 0.0
-	for tr.Updates() < cfg.Steps {
-		if u, err = tr.step(); err != nil {
-			t.Fatal(err)
-		}
-		last = u.goalLoss
-	}
+	first, last := lossAtEnds(t, tr, func(u update) float64 { return u.goalLoss })
 	t.Logf("goal loss %.3f -> %.3f", first, last)
 	if !(first > 0.5) || !(last < 0.5*first) {
 		t.Errorf("goal loss %.3f -> %.3f: the probe is not learning where the goal is", first, last)
