@@ -96,14 +96,16 @@ bench-backbone: build
 # The demo: roscore (if no master answers at ROS_MASTER_URI; stopped at the
 # end), the policy node on DEMO_POLICY (the committed kitchen checkpoint,
 # trained in Go by make train; a fresh, untrained small policy when the
-# file does not exist) and the simulator node it drives over ROS.
+# file does not exist) and the simulator node it drives over ROS, at
+# DEMO_RATE (in lockstep, so any rate gives the same steps), DEMO_EPISODES
+# per task, then the success table with 95 % intervals.
 # Episodes show on the terminal; each one's headcam strip (PNG) and rollout
 # (GIF) go to bin/demo/episodes. DEMO_ARGS=--ttm adds the TTM episode and
 # step benchmark first.
 DEMO_POLICY ?= launch/checkpoints/kitchen/policy.safetensors
-DEMO_RATE ?= 0
+DEMO_RATE ?= 10
 DEMO_TASKS ?= all
-DEMO_EPISODES ?= 1
+DEMO_EPISODES ?= 5
 DEMO_ARGS ?=
 demo: build
 	@mkdir -p bin/demo

@@ -45,7 +45,7 @@ func TestDemo(t *testing.T) {
 				row = f
 			}
 		}
-		if len(row) < 6 || row[2] != "2" || row[5] != "4.0" {
+		if len(row) < 7 || row[2] != "2" || row[6] != "4.0" {
 			t.Errorf("table row %q, want pick with 2 episodes of 4 steps:\n%s", row, stdout)
 		}
 		for _, want := range []string{"policy node:", "warm-up done", "node stopped", "headcam strips (PNG) and rollouts (GIF): " + filepath.Join(dir, "episodes")} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ttmrobot/ttm/policy"
 	"github.com/ttmrobot/ttm/sim"
+	"github.com/ttmrobot/ttm/sim/eval"
 )
 
 func init() {
@@ -214,18 +215,27 @@ func writePNG(path string, img image.Image) error {
 
 func printSimTable(env *environment, stats []taskStats) error {
 	tw := tabwriter.NewWriter(env.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "task\tmemory\tepisodes\tsuccess\trate\tmean steps\tterminated\t")
+	fmt.Fprintln(tw, "task\tmemory\tepisodes\tsuccess\trate\t95 % interval\tmean steps\tterminated\t")
 	var n, ok int
 	for _, st := range stats {
 		mem := "no"
 		if st.task.Memory {
 			mem = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f%%\t%.1f\t%d\t\n", st.task.Name, mem, st.n, st.ok,
-			100*float64(st.ok)/float64(st.n), float64(st.steps)/float64(st.n), st.terminate)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%.1f\t%d\t\n", st.task.Name, mem, st.n, st.ok,
+			rateAndInterval(st.ok, st.n), float64(st.steps)/float64(st.n), st.terminate)
 		n += st.n
 		ok += st.ok
 	}
-	fmt.Fprintf(tw, "all\t\t%d\t%d\t%.1f%%\t\t\t\n", n, ok, 100*float64(ok)/float64(max(n, 1)))
+	if n > 0 {
+		fmt.Fprintf(tw, "all\t\t%d\t%d\t%s\t\t\t\n", n, ok, rateAndInterval(ok, n))
+	}
 	return tw.Flush()
+}
+
+// rateAndInterval formats k successes of n > 0 as the rate and its 95 %
+// Wilson interval, two tab-separated cells: "60.0%\t23-88%".
+func rateAndInterval(k, n int) string {
+	lo, hi := eval.Wilson(k, n)
+	return fmt.Sprintf("%.1f%%\t%.0f-%.0f%%", 100*float64(k)/float64(n), 100*lo, 100*hi)
 }

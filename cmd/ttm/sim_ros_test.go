@@ -141,8 +141,8 @@ func TestSimROSDrivenByNode(t *testing.T) {
 	}
 	for i, name := range []string{"pick", "cue_pick"} {
 		f := strings.Fields(lines[i+1])
-		// task memory episodes success rate "mean steps" terminated
-		if f[0] != name || f[2] != "2" || f[5] != "6.0" || f[6] != "0" {
+		// task memory episodes success rate "95 % interval" "mean steps" terminated
+		if f[0] != name || f[2] != "2" || f[6] != "6.0" || f[7] != "0" {
 			t.Errorf("row %q: want %s, 2 episodes of 6 steps, none terminated", lines[i+1], name)
 		}
 	}
@@ -199,7 +199,7 @@ func TestSimROSDrivesProprioPolicy(t *testing.T) {
 			case <-time.After(90 * time.Second):
 				t.Fatal("ttm sim --ros did not finish an episode of 4 steps within 90 s")
 			}
-			if f := strings.Fields(strings.Split(strings.TrimSpace(stdout), "\n")[1]); f[0] != "pick" || f[5] != "4.0" {
+			if f := strings.Fields(strings.Split(strings.TrimSpace(stdout), "\n")[1]); f[0] != "pick" || f[6] != "4.0" {
 				t.Errorf("success table row %q: want pick at 4 steps", f)
 			}
 			st := pn.Stats()

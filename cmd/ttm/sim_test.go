@@ -25,8 +25,9 @@ func TestSimCommand(t *testing.T) {
 			t.Errorf("row %d is %q, want %s", i+1, lines[i+1], name)
 		}
 	}
-	if f := strings.Fields(lines[1]); f[1] != "no" || f[2] != "3" || f[3] != "3" || f[4] != "100.0%" {
-		t.Errorf("pick row %q, want 3 of 3 episodes solved by the expert", lines[1])
+	if f := strings.Fields(lines[1]); f[1] != "no" || f[2] != "3" || f[3] != "3" || f[4] != "100.0%" || f[5] != "44-100%" {
+		// Wilson at 3 of 3: (1 + z²/6 - z·sqrt(z²/36)) / (1 + z²/3) = 0.4385.
+		t.Errorf("pick row %q, want 3 of 3 episodes solved by the expert, 95 %% interval 44-100%%", lines[1])
 	}
 	if f := strings.Fields(lines[3]); f[1] != "6" || f[2] != "6" {
 		t.Errorf("total row %q", lines[3])
