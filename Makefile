@@ -131,7 +131,7 @@ demo: build
 # windows of 16 steps), TRAIN_STEPS updates at a peak learning rate of
 # 1.5e-3, training seed 5 (the seed also draws the random backbone; chosen
 # over seed 4 on scenes 9001, 9101 and 20001).
-# 40 to 52 min on two cores: 1 to record, 3 to 4 to encode the frames, the
+# 40 to 66 min on two cores: 1 to record, 3 to 5 to encode the frames, the
 # rest to train. make train-nomem trains its no-memory twin on the same data
 # (35 to 47 min more).
 TRAIN_DIR ?= bin/train
