@@ -68,6 +68,13 @@ func (p *Packed) Repack(w []float32) {
 	}
 }
 
+// Kernel names the instructions of MatMulPacked's kernel (and of Gemm's
+// where Backend is "avx512"): "avx512", "avx2" (with FMA) or "go". The two
+// vector kernels give the same bits: each output is its terms' chain of
+// fused multiply-adds in order from zero, then one add to the output, with
+// denormals read and written as zero.
+func Kernel() string { return kernel() }
+
 // MaxPackedRows is the most rows for which dense layers use MatMulPacked;
 // taller products go to BLAS, which handles them well (it packs the
 // weights once for many rows).

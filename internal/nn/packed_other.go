@@ -6,6 +6,8 @@ package nn
 // portable build, whose Go kernels are no faster than gonum's.
 const ownGemm = false
 
+func kernel() string { return "go" }
+
 func panel16(out []float32, ldc int, xp, panel []float32, ldw, k, nr int) {
 	panel16Generic(out, ldc, xp, panel, ldw, k, nr)
 }

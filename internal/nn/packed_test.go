@@ -235,3 +235,69 @@ func TestPanelFlushesDenormals(t *testing.T) {
 		t.Error("after the kernel, Go arithmetic flushes denormals: the mode was not restored")
 	}
 }
+
+// TestPanel16Bits holds this CPU's vector kernel to its definition, bit for
+// bit, so that the AVX-512 and AVX2 kernels agree with each other: each
+// output gets its terms' chain of fused multiply-adds in order from zero,
+// then one add, with denormals (some planted in every operand) read as
+// zero. Rows past nr and columns outside the 16 must stay untouched.
+func TestPanel16Bits(t *testing.T) {
+	if Kernel() == "go" {
+		t.Skip("no vector kernel on this CPU: the Go loop rounds each product")
+	}
+	r := rand.New(rand.NewPCG(31, 32))
+	withDenormals := func(n int) []float32 {
+		x := randSlice(r, n, 1)
+		for i := 0; i < n; i += 13 {
+			x[i] = math.Float32frombits(uint32(1 + r.IntN(1<<23-1))) // subnormal
+		}
+		return x
+	}
+	for _, k := range []int{1, 2, 7, 64, 256} {
+		for _, ldw := range []int{PanelWidth, 40} {
+			for nr := 1; nr <= PanelWidth; nr++ {
+				const ldc = 21
+				xp := withDenormals(k * PanelWidth)
+				panel := withDenormals((k-1)*ldw + PanelWidth)
+				out := withDenormals(PanelWidth * ldc)
+				want := append([]float32(nil), out...)
+				for i := 0; i < nr; i++ {
+					for j := 0; j < PanelWidth; j++ {
+						acc := float32(0)
+						for p := 0; p < k; p++ {
+							acc = fma32DAZ(xp[p*PanelWidth+i], panel[p*ldw+j], acc)
+						}
+						want[i*ldc+j] = flushDenormal(flushDenormal(want[i*ldc+j]) + acc)
+					}
+				}
+				panel16(out, ldc, xp, panel, ldw, k, nr)
+				if i := sameBits(out, want); i >= 0 {
+					t.Fatalf("%s kernel, k %d, ldw %d, %d rows: out[%d] = %g (%08x), want %g (%08x)",
+						Kernel(), k, ldw, nr, i, out[i], math.Float32bits(out[i]), want[i], math.Float32bits(want[i]))
+				}
+			}
+		}
+	}
+}
+
+// fma32DAZ is x*y+z rounded once to float32, as VFMADD231PS computes it
+// with MXCSR's DAZ and FTZ set. The float64 product is exact; the sum is
+// rounded to odd (the exact sum's error by TwoSum decides), which makes
+// the final rounding to float32 a single correct one.
+func fma32DAZ(x, y, z float32) float32 {
+	p, q := float64(flushDenormal(x))*float64(flushDenormal(y)), float64(flushDenormal(z))
+	s := p + q
+	qq := s - p
+	if e := (p - (s - qq)) + (q - qq); e != 0 && math.Float64bits(s)&1 == 0 {
+		s = math.Nextafter(s, math.Inf(int(math.Copysign(1, e))))
+	}
+	return flushDenormal(float32(s))
+}
+
+// flushDenormal is x, or a zero of its sign where x is subnormal.
+func flushDenormal(x float32) float32 {
+	if x != 0 && math.Abs(float64(x)) < 0x1p-126 {
+		return float32(math.Copysign(0, float64(x)))
+	}
+	return x
+}
