@@ -251,7 +251,7 @@ func (h *actionHead) pack() {
 // (paddedWidth; the first Σ width are the head's), using pooled (d) and
 // pack (nn.PackScratchSize(d)) as scratch, and the action into a. Its
 // logits equal logitsOf's up to rounding, and bit for bit up to d = 256
-// when Gemm is the project's own product (nn.Backend() "avx512").
+// when Gemm is the project's own product (nn.Backend() "packed").
 func (h *actionHead) decode(a, logits, pooled, out []float32, r int, pack []float32) {
 	h.pool(pooled, out, r)
 	if h.packed == nil {

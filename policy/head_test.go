@@ -26,7 +26,7 @@ func TestDecodeMatchesLogitsOf(t *testing.T) {
 		{"rt1-d512", action.RT1(), 512, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			exact := tc.exact && nn.Backend() == "avx512"
+			exact := tc.exact && nn.Backend() == "packed"
 			h := newActionHead(Config{ActionSpace: tc.space}, tc.d, 8, 4)
 			r := rand.New(rand.NewPCG(3, 4))
 			fill := func(x []float32) {

@@ -24,7 +24,7 @@ func init() {
 type benchResult struct {
 	Steps         int     `json:"steps"`
 	Threads       int     `json:"threads"`
-	BLAS          string  `json:"blas"`
+	Gemm          string  `json:"gemm"`
 	Kernel        string  `json:"kernel"` // the instructions of the packed product (nn.Kernel)
 	MedianMS      float64 `json:"median_ms"`
 	P99MS         float64 `json:"p99_ms"`
@@ -67,7 +67,7 @@ func runBench(env *environment, args []string) error {
 	c := m.Config
 	nn.SetThreads(1) // our own workers share the products; OpenBLAS threads would compete with them
 	nn.SetParallelism(*threads)
-	res := benchResult{Steps: *steps, Threads: *threads, BLAS: nn.Backend(), Kernel: nn.Kernel(), WeightsMB: float64(4*m.NumParams()) / 1e6}
+	res := benchResult{Steps: *steps, Threads: *threads, Gemm: nn.Backend(), Kernel: nn.Kernel(), WeightsMB: float64(4*m.NumParams()) / 1e6}
 
 	mc, mem := ttm.NewMachine(m), ttm.NewMemory(c)
 	r := rand.New(rand.NewPCG(1, 1))
@@ -155,7 +155,7 @@ func runBench(env *environment, args []string) error {
 	w := env.stdout
 	fmt.Fprintf(w, "TTM step, %s/%s, m=%d r=%d n=%d d=%d, %d layers, %.1f MB of weights\n",
 		c.MemoryMode, c.ProcessingUnit, c.MemorySize, c.ProcessSize, c.InputTokens, c.Dim, c.NumLayers, res.WeightsMB)
-	fmt.Fprintf(w, "%d steps, %d threads, BLAS %s, packed kernel %s\n\n", res.Steps, res.Threads, res.BLAS, res.Kernel)
+	fmt.Fprintf(w, "%d steps, %d threads, Gemm %s, packed kernel %s\n\n", res.Steps, res.Threads, res.Gemm, res.Kernel)
 	fmt.Fprintf(w, "  median        %8.3f ms   (%.1f GFLOP/s)\n", res.MedianMS, res.GFLOPs)
 	fmt.Fprintf(w, "  p99           %8.3f ms\n", res.P99MS)
 	fmt.Fprintf(w, "  max           %8.3f ms\n", res.MaxMS)

@@ -7,15 +7,15 @@ import (
 	"gonum.org/v1/gonum/blas"
 )
 
-// impl (blas_*.go) is the BLAS behind Gemm where the CPU lacks AVX-512:
-// OpenBLAS in the default cgo build, gonum's pure-Go kernels in a build
+// impl (blas_*.go) is the BLAS behind Gemm where the CPU has neither
+// AVX-512 nor AVX2 with FMA: OpenBLAS in the default cgo build, gonum's pure-Go kernels in a build
 // with the purego tag or without cgo (which always uses them).
 
-// Backend names what computes Gemm: "avx512" (the project's own product),
-// "openblas" or "gonum".
+// Backend names what computes Gemm: "packed" (the project's own product,
+// its kernel named by Kernel), "openblas" or "gonum".
 func Backend() string {
 	if ownGemm {
-		return "avx512"
+		return "packed"
 	}
 	return backendName
 }
@@ -23,7 +23,8 @@ func Backend() string {
 // Gemm computes C = alpha*op(A)*op(B) + beta*C for row-major matrices, where
 // op(X) is X or its transpose. op(A) is m x k, op(B) is k x n, C is m x n;
 // lda, ldb and ldc are the row strides of A, B and C as stored. With
-// AVX-512 it is the project's own product (gemmPacked), else the BLAS's.
+// AVX-512 or AVX2 it is the project's own product (gemmPacked), else the
+// BLAS's.
 func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
 	if m == 0 || n == 0 {
 		return

@@ -13,7 +13,9 @@ import (
 // wider than the matrices, partial row blocks and panels, more terms than
 // one block (gemmKC) and more columns than one block of B (gemmNC). Each
 // element's error is bounded by float32 rounding of its own terms.
-func TestGemm(t *testing.T) {
+func TestGemm(t *testing.T) { forEachKernel(t, testGemm) }
+
+func testGemm(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	nan := float32(math.NaN())
 	for _, tc := range []struct {
@@ -106,7 +108,9 @@ func TestGemm(t *testing.T) {
 // other rows or columns are in the product: computing the product in two
 // parts of rows, or of columns, gives the same bits (what lets ParallelFor
 // share a product's rows between goroutines exactly).
-func TestGemmPackedSplits(t *testing.T) {
+func TestGemmPackedSplits(t *testing.T) { forEachKernel(t, testGemmPackedSplits) }
+
+func testGemmPackedSplits(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
 	const m, n, k = 70, 600, 300
 	a, b := randSlice(r, m*k, 1), randSlice(r, k*n, 1)
@@ -140,7 +144,7 @@ func TestGemmPackedDoesNotAllocate(t *testing.T) {
 }
 
 // BenchmarkGemm runs the trainer's commonest product shapes (kitchen
-// preset) through Gemm, which is gemmPacked where the CPU has AVX-512, and
+// preset) through Gemm, which is gemmPacked where the CPU has AVX-512 or AVX2, and
 // through the BLAS beside it.
 //
 //	go test -run '^$' -bench Gemm ./internal/nn

@@ -69,7 +69,7 @@ func (p *Packed) Repack(w []float32) {
 }
 
 // Kernel names the instructions of MatMulPacked's kernel (and of Gemm's
-// where Backend is "avx512"): "avx512", "avx2" (with FMA) or "go". The two
+// where Backend is "packed"): "avx512", "avx2" (with FMA) or "go". The two
 // vector kernels give the same bits: each output is its terms' chain of
 // fused multiply-adds in order from zero, then one add to the output, with
 // denormals read and written as zero.

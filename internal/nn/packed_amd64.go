@@ -11,6 +11,12 @@ func panel16AVX512(c *float32, ldc int, xp *float32, w *float32, ldw int, k int,
 func panel16AVX2(c *float32, ldc int, xp *float32, w *float32, ldw int, k int, rows int)
 
 //go:noescape
+func packRows8AVX2(xp *float32, in *float32, ld int, blocks int)
+
+//go:noescape
+func packCols16AVX2(dst *float32, src *float32, ld int, k int)
+
+//go:noescape
 func packColsAVX512(dst *float32, src *float32, ld int, cols int, k int)
 
 //go:noescape
@@ -21,11 +27,8 @@ var (
 	hasAVX2   = cpu.X86.HasAVX2 && cpu.X86.HasFMA
 )
 
-// ownGemm routes Gemm to gemmPacked instead of the BLAS. With AVX2 alone
-// the BLAS stays: OpenBLAS's Haswell kernels run the trainer's products
-// (468x32x320 on one thread) at 51 GFLOP/s against gemmPacked's 35, whose
-// operand packing is Go loops there.
-var ownGemm = hasAVX512
+// ownGemm routes Gemm to gemmPacked instead of the BLAS.
+var ownGemm = hasAVX512 || hasAVX2
 
 func kernel() string {
 	switch {
@@ -54,8 +57,15 @@ func panel16(out []float32, ldc int, xp, panel []float32, ldw, k, nr int) {
 	panel16AVX2(&out[0], ldc, &xp[0], &panel[0], ldw, k, nr)
 }
 
-// packCols is packColsGeneric; with AVX-512, one masked load a row.
+// packCols is packColsGeneric; with AVX-512, one masked load a row; with
+// AVX2, two loads a row of 16.
 func packCols(dst, src []float32, ld, cols, k int) {
+	if hasAVX2 && !hasAVX512 && cols == PanelWidth && k > 0 {
+		_ = src[(k-1)*ld+cols-1]
+		_ = dst[k*PanelWidth-1]
+		packCols16AVX2(&dst[0], &src[0], ld, k)
+		return
+	}
 	if !hasAVX512 || k == 0 {
 		packColsGeneric(dst, src, ld, cols, k)
 		return
@@ -65,8 +75,14 @@ func packCols(dst, src []float32, ld, cols, k int) {
 	packColsAVX512(&dst[0], &src[0], ld, cols, k)
 }
 
-// packRows is packRowsGeneric; with AVX-512, 16x16 transposes in registers.
+// packRows is packRowsGeneric; with AVX-512, 16x16 transposes in
+// registers; with AVX2, 8x8 ones for each group of 8 rows, the columns
+// past the last multiple of 8 and a last partial group by the Go loop.
 func packRows(xp, in []float32, ld, nr, k int) {
+	if hasAVX2 && !hasAVX512 && k >= 8 {
+		packRowsAVX2(xp, in, ld, nr, k)
+		return
+	}
 	if !hasAVX512 || k == 0 {
 		packRowsGeneric(xp, in, ld, nr, k)
 		return
@@ -75,4 +91,26 @@ func packRows(xp, in []float32, ld, nr, k int) {
 	_ = in[(nr-1)*ld+k-1]
 	_ = xp[k*PanelWidth-1]
 	packRowsAVX512(&xp[0], &in[0], ld, k, nr)
+}
+
+func packRowsAVX2(xp, in []float32, ld, nr, k int) {
+	if nr < PanelWidth {
+		clear(xp)
+	}
+	full, groups := k&^7, nr&^7
+	_ = xp[k*PanelWidth-1]
+	for g := 0; g < groups; g += 8 {
+		_ = in[(g+7)*ld+k-1]
+		packRows8AVX2(&xp[g], &in[g*ld], ld, full/8)
+	}
+	for i := 0; i < nr; i++ {
+		p0 := full
+		if i >= groups {
+			p0 = 0
+		}
+		row := in[i*ld : i*ld+k]
+		for p := p0; p < k; p++ {
+			xp[p*PanelWidth+i] = row[p]
+		}
+	}
 }

@@ -524,3 +524,89 @@ done:
 	LDMXCSR 0(SP)
 	VZEROUPPER
 	RET
+
+// func packRows8AVX2(xp *float32, in *float32, ld int, blocks int)
+//
+// packRowsAVX512's work for 8 rows and 8*blocks columns with AVX2: the
+// 8x8 block of rows 0-7 (row stride ld floats) and columns 8b..8b+7 is
+// transposed in registers (pairs, then quadruples, then 128-bit lanes) and
+// stored as the first 8 slots of xp's rows 8b..8b+7 (row stride 16 floats):
+// xp[p*16+i] = in[i*ld+p].
+TEXT ·packRows8AVX2(SB), NOSPLIT, $0-32
+	MOVQ xp+0(FP), DI
+	MOVQ in+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	LEAQ (R8)(R8*2), R9  // 3 rows
+	LEAQ (R8)(R8*4), R10 // 5 rows
+	LEAQ (R9)(R8*4), R11 // 7 rows
+	MOVQ blocks+24(FP), CX
+
+block8:
+	VMOVUPS (SI), Y0
+	VMOVUPS (SI)(R8*1), Y1
+	VMOVUPS (SI)(R8*2), Y2
+	VMOVUPS (SI)(R9*1), Y3
+	VMOVUPS (SI)(R8*4), Y4
+	VMOVUPS (SI)(R10*1), Y5
+	VMOVUPS (SI)(R9*2), Y6
+	VMOVUPS (SI)(R11*1), Y7
+	VUNPCKLPS Y1, Y0, Y8  // r0[0] r1[0] r0[1] r1[1] | r0[4] r1[4] r0[5] r1[5]
+	VUNPCKHPS Y1, Y0, Y9  // r0[2] r1[2] r0[3] r1[3] | ...
+	VUNPCKLPS Y3, Y2, Y10
+	VUNPCKHPS Y3, Y2, Y11
+	VUNPCKLPS Y5, Y4, Y12
+	VUNPCKHPS Y5, Y4, Y13
+	VUNPCKLPS Y7, Y6, Y14
+	VUNPCKHPS Y7, Y6, Y15
+	VSHUFPS $0x44, Y10, Y8, Y0 // r0..r3 of columns 0 | 4
+	VSHUFPS $0xEE, Y10, Y8, Y1 // columns 1 | 5
+	VSHUFPS $0x44, Y11, Y9, Y2 // columns 2 | 6
+	VSHUFPS $0xEE, Y11, Y9, Y3 // columns 3 | 7
+	VSHUFPS $0x44, Y14, Y12, Y4
+	VSHUFPS $0xEE, Y14, Y12, Y5
+	VSHUFPS $0x44, Y15, Y13, Y6
+	VSHUFPS $0xEE, Y15, Y13, Y7
+	VPERM2F128 $0x20, Y4, Y0, Y8
+	VPERM2F128 $0x20, Y5, Y1, Y9
+	VPERM2F128 $0x20, Y6, Y2, Y10
+	VPERM2F128 $0x20, Y7, Y3, Y11
+	VPERM2F128 $0x31, Y4, Y0, Y12
+	VPERM2F128 $0x31, Y5, Y1, Y13
+	VPERM2F128 $0x31, Y6, Y2, Y14
+	VPERM2F128 $0x31, Y7, Y3, Y15
+	VMOVUPS Y8, 0(DI)
+	VMOVUPS Y9, 64(DI)
+	VMOVUPS Y10, 128(DI)
+	VMOVUPS Y11, 192(DI)
+	VMOVUPS Y12, 256(DI)
+	VMOVUPS Y13, 320(DI)
+	VMOVUPS Y14, 384(DI)
+	VMOVUPS Y15, 448(DI)
+	ADDQ $32, SI
+	ADDQ $512, DI
+	DECQ CX
+	JNZ block8
+	VZEROUPPER
+	RET
+
+// func packCols16AVX2(dst *float32, src *float32, ld int, k int)
+//
+// packColsAVX512 for 16 columns with AVX2: dst[p*16+j] = src[p*ld+j].
+TEXT ·packCols16AVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	MOVQ k+24(FP), CX
+copy16:
+	VMOVUPS (SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, (DI)
+	VMOVUPS Y1, 32(DI)
+	ADDQ R8, SI
+	ADDQ $64, DI
+	DECQ CX
+	JNZ copy16
+	VZEROUPPER
+	RET

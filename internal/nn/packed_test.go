@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-func TestMatMulPackedMatchesNaive(t *testing.T) {
+func TestMatMulPackedMatchesNaive(t *testing.T) { forEachKernel(t, testMatMulPackedMatchesNaive) }
+
+func testMatMulPackedMatchesNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, par := range []int{1, 2} {
 		SetParallelism(par)
@@ -62,7 +64,9 @@ func TestMatMulPackedMatchesNaive(t *testing.T) {
 // short as allowed and longer: packRows, xp[p*16+i] = in[i*ld+p] for the
 // nr rows given; packCols, dst[p*16+j] = src[p*ld+j] for the cols given;
 // 0 in the other slots.
-func TestPackers(t *testing.T) {
+func TestPackers(t *testing.T) { forEachKernel(t, testPackers) }
+
+func testPackers(t *testing.T) {
 	type packer func(dst, src []float32, ld, count, k int)
 	r := rand.New(rand.NewPCG(21, 22))
 	nan := float32(math.NaN())
@@ -216,7 +220,9 @@ var smallestNormal = float32(1.1754944e-38)
 // TestPanelFlushesDenormals: the vector kernels treat denormal inputs as
 // zero and flush denormal results to zero, and leave the thread's
 // floating-point mode as they found it.
-func TestPanelFlushesDenormals(t *testing.T) {
+func TestPanelFlushesDenormals(t *testing.T) { forEachKernel(t, testPanelFlushesDenormals) }
+
+func testPanelFlushesDenormals(t *testing.T) {
 	if Kernel() == "go" {
 		t.Skip("the portable kernel computes denormals")
 	}
@@ -241,7 +247,9 @@ func TestPanelFlushesDenormals(t *testing.T) {
 // output gets its terms' chain of fused multiply-adds in order from zero,
 // then one add, with denormals (some planted in every operand) read as
 // zero. Rows past nr and columns outside the 16 must stay untouched.
-func TestPanel16Bits(t *testing.T) {
+func TestPanel16Bits(t *testing.T) { forEachKernel(t, testPanel16Bits) }
+
+func testPanel16Bits(t *testing.T) {
 	if Kernel() == "go" {
 		t.Skip("no vector kernel on this CPU: the Go loop rounds each product")
 	}
