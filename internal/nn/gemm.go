@@ -12,7 +12,8 @@ package nn
 // The product is blocked as in GotoBLAS, on the calling goroutine:
 // op(B) is cut into blocks of gemmKC x gemmNC, packed as 16-column panels
 // (512 KB, kept in L2); op(A) into 16-row blocks of gemmKC, packed p-major
-// (16 KB, kept in L1); each pair is one call of the 16x16 kernel.
+// (16 KB, kept in L1) unless the AVX-512 kernel reads them in place; each
+// pair is one call of the 16x16 kernel.
 
 const (
 	gemmKC = 256 // terms per block: 16 rows of A and one panel of B fill 32 KB
@@ -76,15 +77,24 @@ func gemmPacked(transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 			}
 			for i0 := 0; i0 < m; i0 += PanelWidth {
 				nr := min(PanelWidth, m-i0)
-				xp := s.a[:kb*PanelWidth]
+				// op(A)[i0:i0+16, p0:p0+kb] starts at a[ai] and ends before
+				// a[end]; where the kernel can read it there, it is not packed.
+				ai, end := i0*lda+p0, i0*lda+p0+(PanelWidth-1)*lda+kb
 				if transA { // op(A)[i][p] = A[p*lda+i]
-					packCols(xp, a[p0*lda+i0:], lda, nr, kb)
-				} else {
-					packRows(xp, a[i0*lda+p0:], lda, nr, kb)
+					ai, end = p0*lda+i0, p0*lda+i0+(kb-1)*lda+PanelWidth
 				}
-				if alpha != 1 {
-					for i := range xp {
-						xp[i] *= alpha
+				inPlaceA := alpha == 1 && readsA() && end <= len(a)
+				xp := s.a[:kb*PanelWidth]
+				if !inPlaceA {
+					if transA {
+						packCols(xp, a[ai:], lda, nr, kb)
+					} else {
+						packRows(xp, a[ai:], lda, nr, kb)
+					}
+					if alpha != 1 {
+						for i := range xp {
+							xp[i] *= alpha
+						}
 					}
 				}
 				out := c[i0*ldc+j0:]
@@ -102,7 +112,11 @@ func gemmPacked(transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 					if cols < PanelWidth {
 						// The kernel writes 16 columns: sum into edge, then add.
 						clear(s.edge[:])
-						panel16(s.edge[:], PanelWidth, xp, panel, ldw, kb, nr)
+						if inPlaceA {
+							panel16A(s.edge[:], PanelWidth, a[ai:], lda, transA, panel, ldw, kb, nr)
+						} else {
+							panel16(s.edge[:], PanelWidth, xp, panel, ldw, kb, nr)
+						}
 						for i := 0; i < nr; i++ {
 							o := out[i*ldc+jp : i*ldc+jp+cols]
 							for j := range o {
@@ -111,7 +125,11 @@ func gemmPacked(transA, transB bool, m, n, k int, alpha float32, a []float32, ld
 						}
 						continue
 					}
-					panel16(out[jp:], ldc, xp, panel, ldw, kb, nr)
+					if inPlaceA {
+						panel16A(out[jp:], ldc, a[ai:], lda, transA, panel, ldw, kb, nr)
+					} else {
+						panel16(out[jp:], ldc, xp, panel, ldw, kb, nr)
+					}
 				}
 			}
 		}

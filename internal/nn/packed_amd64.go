@@ -5,7 +5,7 @@ package nn
 import "golang.org/x/sys/cpu"
 
 //go:noescape
-func panel16AVX512(c *float32, ldc int, xp *float32, w *float32, ldw int, k int, rows int)
+func panel16AVX512(c *float32, ldc int, x *float32, ldx int, byRows int, w *float32, ldw int, k int, rows int)
 
 //go:noescape
 func panel16AVX2(c *float32, ldc int, xp *float32, w *float32, ldw int, k int, rows int)
@@ -51,10 +51,30 @@ func panel16(out []float32, ldc int, xp, panel []float32, ldw, k, nr int) {
 	_ = xp[k*PanelWidth-1]
 	_ = panel[(k-1)*ldw+PanelWidth-1]
 	if hasAVX512 {
-		panel16AVX512(&out[0], ldc, &xp[0], &panel[0], ldw, k, nr)
+		panel16AVX512(&out[0], ldc, &xp[0], PanelWidth, 0, &panel[0], ldw, k, nr)
 		return
 	}
 	panel16AVX2(&out[0], ldc, &xp[0], &panel[0], ldw, k, nr)
+}
+
+// readsA reports whether panel16A can run: the AVX-512 kernel reads its
+// input rows in any layout, so a product with alpha 1 need not pack them.
+func readsA() bool { return hasAVX512 }
+
+// panel16A is panel16 for 16 rows of op(A) read where they are (A's row
+// stride lda; transposed, op(A)[i][p] = a[p*lda+i], else a[i*lda+p]),
+// where readsA. Rows past nr are read but not written.
+func panel16A(out []float32, ldc int, a []float32, lda int, transA bool, panel []float32, ldw, k, nr int) {
+	_ = out[(nr-1)*ldc+PanelWidth-1]
+	_ = panel[(k-1)*ldw+PanelWidth-1]
+	byRows := 1
+	if transA {
+		_ = a[(k-1)*lda+PanelWidth-1]
+		byRows = 0
+	} else {
+		_ = a[(PanelWidth-1)*lda+k-1]
+	}
+	panel16AVX512(&out[0], ldc, &a[0], lda, byRows, &panel[0], ldw, k, nr)
 }
 
 // packCols is packColsGeneric; with AVX-512, one masked load a row; with

@@ -2,18 +2,19 @@
 
 #include "textflag.h"
 
-// func panel16AVX512(c *float32, ldc int, xp *float32, w *float32, ldw int, k int, rows int)
+// func panel16AVX512(c *float32, ldc int, x *float32, ldx int, byRows int, w *float32, ldw int, k int, rows int)
 //
-// c (rows x 16, row stride ldc floats) += xpᵀ·w, where xp (k, 16) holds up to
-// 16 input rows packed p-major and w (k, 16, row stride ldw floats) is one
-// weight panel, packed (ldw 16) or in place.
+// c (rows x 16, row stride ldc floats) += aᵀ·w for 16 input rows a of k
+// terms, read from x p-major, a[i][p] = x[p*ldx+i] (packed: ldx 16), or,
+// with byRows 1, row by row, a[i][p] = x[i*ldx+p]; and w (k, 16, row
+// stride ldw floats) one weight panel, packed (ldw 16) or in place.
 // Sixteen ZMM accumulators hold the 16x16 result; each step of the k loop
 // loads one 16-wide row of the panel and does 16 broadcast FMAs against it.
 // The weights stream from memory: a prefetch 16 KB ahead into L2 keeps
 // about 250 steps of them in flight (2 KB ahead into L1 streamed 17 GB/s
 // on one core of an AMD EPYC, 16 KB 21 GB/s; the step 6 % faster).
-// Only the first rows (1..16) rows of c are written.
-TEXT ·panel16AVX512(SB), NOSPLIT, $8-56
+// Only the first rows (1..16) rows of c are written; all 16 of a are read.
+TEXT ·panel16AVX512(SB), NOSPLIT, $8-72
 	// Denormals read as zero and results that would be denormal are zero
 	// (MXCSR's DAZ and FTZ) while the kernel runs: on Intel CPUs each
 	// costs a microcode assist, and training makes enough of them to halve
@@ -26,12 +27,14 @@ TEXT ·panel16AVX512(SB), NOSPLIT, $8-56
 	MOVQ c+0(FP), AX
 	MOVQ ldc+8(FP), R9
 	SHLQ $2, R9
-	MOVQ xp+16(FP), DI
-	MOVQ w+24(FP), SI
-	MOVQ ldw+32(FP), R11
+	MOVQ x+16(FP), DI
+	MOVQ ldx+24(FP), R8
+	SHLQ $2, R8
+	MOVQ w+40(FP), SI
+	MOVQ ldw+48(FP), R11
 	SHLQ $2, R11
-	MOVQ k+40(FP), CX
-	MOVQ rows+48(FP), R10
+	MOVQ k+56(FP), CX
+	MOVQ rows+64(FP), R10
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -48,6 +51,8 @@ TEXT ·panel16AVX512(SB), NOSPLIT, $8-56
 	VPXORD Z13, Z13, Z13
 	VPXORD Z14, Z14, Z14
 	VPXORD Z15, Z15, Z15
+	CMPQ byRows+32(FP), $0
+	JNE byrows
 loop:
 	VMOVUPS (SI), Z16
 	PREFETCHT2 16384(SI)
@@ -68,9 +73,43 @@ loop:
 	VFMADD231PS.BCST 56(DI), Z16, Z14
 	VFMADD231PS.BCST 60(DI), Z16, Z15
 	ADDQ R11, SI
-	ADDQ $64, DI
+	ADDQ R8, DI
 	DECQ CX
 	JNZ loop
+	JMP store
+
+byrows:
+	// Rows 0-7 from DI, 8-15 from DX, at 0-7 row strides (R8 is one).
+	LEAQ (R8)(R8*2), R12 // 3
+	LEAQ (R8)(R8*4), R13 // 5
+	LEAQ (R12)(R8*4), BX // 7
+	LEAQ (DI)(R8*8), DX
+rowsloop:
+	VMOVUPS (SI), Z16
+	PREFETCHT2 16384(SI)
+	VFMADD231PS.BCST (DI), Z16, Z0
+	VFMADD231PS.BCST (DI)(R8*1), Z16, Z1
+	VFMADD231PS.BCST (DI)(R8*2), Z16, Z2
+	VFMADD231PS.BCST (DI)(R12*1), Z16, Z3
+	VFMADD231PS.BCST (DI)(R8*4), Z16, Z4
+	VFMADD231PS.BCST (DI)(R13*1), Z16, Z5
+	VFMADD231PS.BCST (DI)(R12*2), Z16, Z6
+	VFMADD231PS.BCST (DI)(BX*1), Z16, Z7
+	VFMADD231PS.BCST (DX), Z16, Z8
+	VFMADD231PS.BCST (DX)(R8*1), Z16, Z9
+	VFMADD231PS.BCST (DX)(R8*2), Z16, Z10
+	VFMADD231PS.BCST (DX)(R12*1), Z16, Z11
+	VFMADD231PS.BCST (DX)(R8*4), Z16, Z12
+	VFMADD231PS.BCST (DX)(R13*1), Z16, Z13
+	VFMADD231PS.BCST (DX)(R12*2), Z16, Z14
+	VFMADD231PS.BCST (DX)(BX*1), Z16, Z15
+	ADDQ R11, SI
+	ADDQ $4, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ rowsloop
+
+store:
 	VADDPS (AX), Z0, Z0
 	VMOVUPS Z0, (AX)
 	DECQ R10

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -246,7 +247,8 @@ func testPanelFlushesDenormals(t *testing.T) {
 // bit, so that the AVX-512 and AVX2 kernels agree with each other: each
 // output gets its terms' chain of fused multiply-adds in order from zero,
 // then one add, with denormals (some planted in every operand) read as
-// zero. Rows past nr and columns outside the 16 must stay untouched.
+// zero. Rows past nr and columns outside the 16 must stay untouched. Where
+// the kernel reads its rows in place (panel16A), the same bits again.
 func TestPanel16Bits(t *testing.T) { forEachKernel(t, testPanel16Bits) }
 
 func testPanel16Bits(t *testing.T) {
@@ -278,10 +280,37 @@ func testPanel16Bits(t *testing.T) {
 						want[i*ldc+j] = flushDenormal(flushDenormal(want[i*ldc+j]) + acc)
 					}
 				}
+				orig := slices.Clone(out)
 				panel16(out, ldc, xp, panel, ldw, k, nr)
 				if i := sameBits(out, want); i >= 0 {
 					t.Fatalf("%s kernel, k %d, ldw %d, %d rows: out[%d] = %g (%08x), want %g (%08x)",
 						Kernel(), k, ldw, nr, i, out[i], math.Float32bits(out[i]), want[i], math.Float32bits(want[i]))
+				}
+				if !readsA() {
+					continue
+				}
+				// The same rows read in place: p-major at a row stride of
+				// 19, and row by row at one of k+3.
+				for _, transA := range []bool{true, false} {
+					lda := k + 3
+					if transA {
+						lda = 19
+					}
+					a := make([]float32, PanelWidth*lda+k*lda)
+					for p := 0; p < k; p++ {
+						for i := 0; i < PanelWidth; i++ {
+							if transA {
+								a[p*lda+i] = xp[p*PanelWidth+i]
+							} else {
+								a[i*lda+p] = xp[p*PanelWidth+i]
+							}
+						}
+					}
+					got := slices.Clone(orig)
+					panel16A(got, ldc, a, lda, transA, panel, ldw, k, nr)
+					if i := sameBits(got, want); i >= 0 {
+						t.Fatalf("panel16A, transposed %v, k %d, ldw %d, %d rows: out[%d] = %g, want %g", transA, k, ldw, nr, i, got[i], want[i])
+					}
 				}
 			}
 		}
