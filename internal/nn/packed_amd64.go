@@ -80,37 +80,35 @@ func panel16A(out []float32, ldc int, a []float32, lda int, transA bool, panel [
 // packCols is packColsGeneric; with AVX-512, one masked load a row; with
 // AVX2, two loads a row of 16.
 func packCols(dst, src []float32, ld, cols, k int) {
-	if hasAVX2 && !hasAVX512 && cols == PanelWidth && k > 0 {
+	switch {
+	case k > 0 && hasAVX512:
+		_ = src[(k-1)*ld+cols-1]
+		_ = dst[k*PanelWidth-1]
+		packColsAVX512(&dst[0], &src[0], ld, cols, k)
+	case k > 0 && hasAVX2 && cols == PanelWidth:
 		_ = src[(k-1)*ld+cols-1]
 		_ = dst[k*PanelWidth-1]
 		packCols16AVX2(&dst[0], &src[0], ld, k)
-		return
-	}
-	if !hasAVX512 || k == 0 {
+	default:
 		packColsGeneric(dst, src, ld, cols, k)
-		return
 	}
-	_ = src[(k-1)*ld+cols-1]
-	_ = dst[k*PanelWidth-1]
-	packColsAVX512(&dst[0], &src[0], ld, cols, k)
 }
 
 // packRows is packRowsGeneric; with AVX-512, 16x16 transposes in
 // registers; with AVX2, 8x8 ones for each group of 8 rows, the columns
 // past the last multiple of 8 and a last partial group by the Go loop.
 func packRows(xp, in []float32, ld, nr, k int) {
-	if hasAVX2 && !hasAVX512 && k >= 8 {
+	switch {
+	case k > 0 && hasAVX512:
+		// The kernel reads rows [0, nr) of in, k wide, and writes k*16 of xp.
+		_ = in[(nr-1)*ld+k-1]
+		_ = xp[k*PanelWidth-1]
+		packRowsAVX512(&xp[0], &in[0], ld, k, nr)
+	case k >= 8 && hasAVX2:
 		packRowsAVX2(xp, in, ld, nr, k)
-		return
-	}
-	if !hasAVX512 || k == 0 {
+	default:
 		packRowsGeneric(xp, in, ld, nr, k)
-		return
 	}
-	// The kernel reads rows [0, nr) of in, k wide, and writes k*16 of xp.
-	_ = in[(nr-1)*ld+k-1]
-	_ = xp[k*PanelWidth-1]
-	packRowsAVX512(&xp[0], &in[0], ld, k, nr)
 }
 
 func packRowsAVX2(xp, in []float32, ld, nr, k int) {
