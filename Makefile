@@ -32,8 +32,8 @@ help:
 	@echo "make bench   Go benchmarks and the TTM step benchmark, with the PyTorch baseline"
 	@echo "make bench-backbone  the EfficientNet backbone, ours (OpenCV DNN) against ONNX Runtime's CPU provider on THREADS (default 2), a markdown table"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
-	@echo "make train   record expert demonstrations of all eight tasks and train the kitchen checkpoint's recipe, 45-75 min (TRAIN_EPISODES, MEMORY_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
-	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, 45-70 min more"
+	@echo "make train   record expert demonstrations of all eight tasks and train the kitchen checkpoint's recipe, 40-75 min (TRAIN_EPISODES, MEMORY_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
+	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, 35-70 min more"
 	@echo "make eval    closed-loop evaluation on fresh scenes of the trained policy with the memory ablations, and of its twin"
 	@echo "make soak    the node under load for SOAK (default 10m); SOAK_PRESET=robot-b3 for RT-1's B3 front end"
 	@echo "make attack  drive a node as a robot would, attack it (bad frames, wrong types, floods, stalls, restarts, damaged files), print what held"
@@ -131,7 +131,7 @@ demo: build
 # windows of 16 steps), TRAIN_STEPS updates at a peak learning rate of
 # 1.5e-3, training seed 5 (the seed also draws the random backbone; chosen
 # over seed 4 on scenes 9001, 9101 and 20001).
-# 45 to 75 min on two cores: 1 to record, 3 to 5 to encode the frames, the
+# 40 to 75 min on two cores: 1 to record, 3 to 5 to encode the frames, the
 # rest to train. make train-nomem trains its no-memory twin on the same data
 # (45 to 70 min more).
 TRAIN_DIR ?= bin/train
