@@ -33,7 +33,7 @@ help:
 	@echo "make bench-backbone  the EfficientNet backbone, ours (OpenCV DNN) against ONNX Runtime's CPU provider on THREADS (default 2), a markdown table"
 	@echo "make demo    roscore if needed, the policy node driving the simulator over ROS; strips and GIFs in bin/demo/episodes"
 	@echo "make train   record expert demonstrations of all eight tasks and train the kitchen checkpoint's recipe, 40-75 min (TRAIN_EPISODES, MEMORY_EPISODES, TRAIN_STEPS, TRAIN_PRESET, TRAIN_ARGS, TRAIN_DIR)"
-	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, 35-70 min more"
+	@echo "make train-nomem  make train, then the same recipe without memory: the no-memory twin, 45-70 min more"
 	@echo "make eval    closed-loop evaluation on fresh scenes of the trained policy with the memory ablations, and of its twin"
 	@echo "make soak    the node under load for SOAK (default 10m); SOAK_PRESET=robot-b3 for RT-1's B3 front end"
 	@echo "make attack  drive a node as a robot would, attack it (bad frames, wrong types, floods, stalls, restarts, damaged files), print what held"
