@@ -394,6 +394,8 @@ func Presets() map[string]Spec {
 	kitchenTTM.MemorySize, kitchenTTM.ProcessSize = 96, 16
 	kitchenVision := kpVision
 	kitchenVision.Head.HiddenDepth = 2
+	lyingVision := kitchenVision
+	lyingVision.Head.LyingProbe = true
 	headcam := vision.CameraGeometry{Mount: [3]float64{-0.05, 0, 1.40}, Pitch: 0.72, VFOV: 0.96, Height: 128, Width: 160, SurfaceZ: 0.80}
 
 	presets := map[string]Spec{
@@ -455,6 +457,14 @@ func Presets() map[string]Spec {
 			Policy: Config{Preset: "kitchen-sightline", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				GeometrySightline: true, MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
 			TTM: kitchenTTM, Vision: kitchenVision, Language: wordsLang,
+			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
+		},
+		// kitchen-lying-probe: kitchen-sightline with the vision head's
+		// training-only lying probe (vision.HeadConfig.LyingProbe).
+		"kitchen-lying-probe": {
+			Policy: Config{Preset: "kitchen-lying-probe", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
+				GeometrySightline: true, MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},
+			TTM: kitchenTTM, Vision: lyingVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 	}

@@ -150,6 +150,11 @@ type StepData struct {
 	// GoalUnit (GoalLen values); used when the Learner's GoalWeight is
 	// positive.
 	Goal []float32
+	// Lying, optional, labels the vision head's lying probe
+	// (vision.SuperviseLying): one value, 1 when the target lies on its
+	// side, 0 when it stands, negative unlabelled; used when the Learner's
+	// LyingWeight is positive.
+	Lying []float32
 }
 
 // WindowStats sums a window's loss and accuracy.
@@ -164,6 +169,11 @@ type WindowStats struct {
 	// GoalLoss sums the goal probe's loss, ½‖estimate - StepData.Goal‖²
 	// times GoalWeight; it is not part of Loss.
 	GoalLoss float64
+	// LyingLoss sums the lying probe's loss (times LyingWeight) over the
+	// LyingLabels labelled steps, of which LyingCorrect it got right; not
+	// part of Loss.
+	LyingLoss                 float64
+	LyingCorrect, LyingLabels int
 }
 
 // Learner computes one window's loss and gradients. Each worker goroutine
@@ -206,6 +216,11 @@ type Learner struct {
 	// StepData.Goal to the loss with this weight (a policy with
 	// Config.GoalProbe).
 	GoalWeight float32
+	// LyingWeight, when positive, adds the vision head's lying probe's
+	// loss on StepData.Lying with this weight (a head with
+	// vision.HeadConfig.LyingProbe): an auxiliary task that teaches the
+	// map how the target lies. Nothing at inference reads the probe.
+	LyingWeight float32
 
 	p          *Policy
 	maxSteps   int
@@ -341,6 +356,14 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 					i, len(s.Keypoints), vision.KeypointLabelLen, v.Head.Dim)
 			}
 		}
+		if l.LyingWeight > 0 && s.Lying != nil {
+			if !v.Head.LyingProbe {
+				return WindowStats{}, errors.New("policy: target-lying labels, but the vision head has no lying probe")
+			}
+			if len(s.Lying) != 1 {
+				return WindowStats{}, fmt.Errorf("policy: learner step %d: %d target-lying values, want 1", i, len(s.Lying))
+			}
+		}
 		if l.GoalWeight > 0 && s.Goal != nil {
 			if l.goal == nil {
 				return WindowStats{}, errors.New("policy: goal labels, but the policy has no goal probe")
@@ -366,6 +389,14 @@ func (l *Learner) Window(st *State, tok language.Tokens, steps []StepData, scale
 		if l.KeypointWeight > 0 && len(s.Keypoints) > 0 {
 			kl := vision.SuperviseKeypoints(l.acts[t].KP, s.Keypoints, l.KeypointSigma, scale*l.KeypointWeight)
 			stats.KeypointLoss += float64(l.KeypointWeight) * kl
+		}
+		if l.LyingWeight > 0 && s.Lying != nil && s.Lying[0] >= 0 {
+			ll, prob := vision.SuperviseLying(l.acts[t].KP, &p.visionHd.P.Keypoints, &l.gHead.Keypoints, s.Lying[0], scale*l.LyingWeight)
+			stats.LyingLoss += float64(l.LyingWeight) * ll
+			stats.LyingLabels++
+			if (prob > 0.5) == (s.Lying[0] == 1) {
+				stats.LyingCorrect++
+			}
 		}
 		in := l.inputs[t]
 		for slot := range h { // slot h-1 is the newest frame

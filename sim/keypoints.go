@@ -71,6 +71,25 @@ func keypointLabels(dst []float32, s *State, h, w int, remembered bool) {
 	}
 }
 
+// NoLyingLabel is TargetLying's label of a frame it says nothing about.
+const NoLyingLabel = -1
+
+// TargetLying labels how the goal's object lies in a frame whose keypoint
+// labels are kp (KeypointLabelLen, from KeypointLabels of the same
+// state): 1 on its side, 0 standing, NoLyingLabel where the frame's
+// target label is empty (out of view, or a memory task's target after its
+// cue) and for a drawer, which does not lie. A training-only label, of the
+// vision head's lying probe (vision.SuperviseLying).
+func TargetLying(s *State, kp []float32) float32 {
+	if s.Goal.Kind == GoalDrawer || kp[keypointValues+2] == 0 {
+		return NoLyingLabel
+	}
+	if s.Objects[s.Goal.Object].Fallen {
+		return 1
+	}
+	return 0
+}
+
 // onWorktop is the point of the worktop's plane under p: its footprint.
 func onWorktop(p Vec3) Vec3 { return Vec3{p[0], p[1], TableHeight} }
 

@@ -32,6 +32,9 @@ type Topics struct {
 	// Keypoints: std_msgs/Float32MultiArray, each frame's keypoint labels
 	// (KeypointLabels), which only a simulator knows.
 	Keypoints string
+	// TargetLying: std_msgs/Float32MultiArray, each frame's TargetLying
+	// label (one value), which only a simulator knows.
+	TargetLying string
 	// Proprio: std_msgs/Float32MultiArray, the robot's proprioception
 	// (State.Proprio, action.ArmProprio's layout, labelled).
 	Proprio string
@@ -52,6 +55,7 @@ func DefaultTopics() Topics {
 		EpisodeDone: "episode_done",
 		Info:        "episode/info",
 		Keypoints:   "episode/keypoints",
+		TargetLying: "episode/target_lying",
 		Proprio:     "proprio",
 		TF:          "/tf",
 		TFStatic:    "/tf_static",
@@ -75,7 +79,7 @@ func (t Topics) resolve(ns string) Topics {
 	}
 	return Topics{Image: fix(t.Image, d.Image), Compressed: fix(t.Compressed, d.Compressed), Instruction: fix(t.Instruction, d.Instruction),
 		Action: fix(t.Action, d.Action), EpisodeDone: fix(t.EpisodeDone, d.EpisodeDone), Info: fix(t.Info, d.Info),
-		Keypoints: fix(t.Keypoints, d.Keypoints), Proprio: fix(t.Proprio, d.Proprio), TF: fix(t.TF, d.TF), TFStatic: fix(t.TFStatic, d.TFStatic),
+		Keypoints: fix(t.Keypoints, d.Keypoints), TargetLying: fix(t.TargetLying, d.TargetLying), Proprio: fix(t.Proprio, d.Proprio), TF: fix(t.TF, d.TF), TFStatic: fix(t.TFStatic, d.TFStatic),
 		JointStates: fix(t.JointStates, d.JointStates), CameraInfo: fix(t.CameraInfo, d.CameraInfo)}
 }
 
@@ -235,6 +239,7 @@ func RecordEpisode(path string, ep *Episode, agent Agent, opts RecordOptions) (R
 	rec := &bagRecorder{w: w, ep: ep, topics: topics, agent: agent, ctx: ctx, period: opts.Period, delay: opts.ActionDelay, stamp: stamp,
 		act: rosbag.Float32MultiArray{Layout: actionLayout(rt1)}, maxSteps: opts.MaxSteps, memoryLabels: opts.MemoryLabels,
 		kp:      rosbag.Float32MultiArray{Layout: keypointLayout, Data: make([]float32, KeypointLabelLen)},
+		lying:   rosbag.Float32MultiArray{Layout: lyingLayout, Data: make([]float32, 1)},
 		proprio: rosbag.Float32MultiArray{Layout: proprioLayout, Data: make([]float32, ProprioLen)}}
 	h, wd := ep.ImageSize()
 	rec.img = rosbag.Image{Header: rosbag.Header{FrameID: robot.FrameCameraOptical}, Height: uint32(h), Width: uint32(wd), Encoding: "rgb8", Step: uint32(3 * wd)}
@@ -268,6 +273,7 @@ type bagRecorder struct {
 	img    rosbag.Image
 	act    rosbag.Float32MultiArray
 	kp     rosbag.Float32MultiArray
+	lying  rosbag.Float32MultiArray
 	// proprio is the proprioception message.
 	proprio rosbag.Float32MultiArray
 	// What a robot publishes of itself with each frame.
@@ -353,7 +359,11 @@ func (r *bagRecorder) frame(k int, img []byte) error {
 	}
 	h, w := r.ep.ImageSize()
 	keypointLabels(r.kp.Data, r.ep.State(), h, w, r.memoryLabels)
-	return r.w.Write(r.topics.Keypoints, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.kp)
+	if err := r.w.Write(r.topics.Keypoints, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.kp); err != nil {
+		return err
+	}
+	r.lying.Data[0] = TargetLying(r.ep.State(), r.kp.Data)
+	return r.w.Write(r.topics.TargetLying, r.stamp(time.Duration(k)*r.period+r.delay/2), &r.lying)
 }
 
 // bagTransform is tr stamped t.
@@ -375,6 +385,9 @@ func cameraInfo(h, w int) rosbag.CameraInfo {
 // keypointLayout labels the keypoints topic's values.
 var keypointLayout = rosbag.MultiArrayLayout{Dim: []rosbag.MultiArrayDimension{
 	{Label: "hand/u;hand/v;hand/weight;target/u;target/v;target/weight;destination/u;destination/v;destination/weight", Size: KeypointLabelLen, Stride: KeypointLabelLen}}}
+
+// lyingLayout labels the target_lying topic's value.
+var lyingLayout = rosbag.MultiArrayLayout{Dim: []rosbag.MultiArrayDimension{{Label: "target/lying", Size: 1, Stride: 1}}}
 
 // Reset implements Agent for the wrapped agent.
 func (r *bagRecorder) Reset(instruction string) { r.agent.Reset(instruction) }

@@ -31,6 +31,9 @@ type RecordedStep struct {
 	// Keypoints are the frame's keypoint labels (KeypointLabels), nil in a
 	// bag without them (a robot's).
 	Keypoints []float32
+	// TargetLying is the frame's TargetLying label, NoLyingLabel in a bag
+	// without them.
+	TargetLying float32
 	// Proprio is the latest proprioception recorded before the action
 	// (State.Proprio's layout for the simulator's bags), or in a bag
 	// without a proprio topic the reading of the robot's tree at the
@@ -144,6 +147,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 		instruction string
 		frame       []byte    // the latest frame, rgb8
 		keypoints   []float32 // the latest frame's labels
+		lying       float32   // and its TargetLying label
 		proprio     []float32 // the latest proprioception
 		stamp       time.Time
 		h, w        int
@@ -163,11 +167,11 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			return fmt.Errorf("frame at %v is %dx%d, the first frame was %dx%d", recTime.Format(time.RFC3339Nano), fh, fw, h, w)
 		}
 		st = stampOr(st, recTime)
-		frame, stamp, keypoints = rgb, st, nil
-		frames = append(frames, RecordedStep{Stamp: st, Image: rgb, Proprio: proprio})
+		frame, stamp, keypoints, lying = rgb, st, nil, NoLyingLabel
+		frames = append(frames, RecordedStep{Stamp: st, Image: rgb, Proprio: proprio, TargetLying: NoLyingLabel})
 		return nil
 	}
-	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints, topics.Proprio,
+	topicList := []string{topics.Image, topics.Compressed, topics.Instruction, topics.Action, topics.EpisodeDone, topics.Info, topics.Keypoints, topics.TargetLying, topics.Proprio,
 		topics.TF, topics.TFStatic, topics.JointStates, topics.CameraInfo}
 	if r.Count(topics.Image) > 0 { // a camera publishing both: the raw frames, not their compressed copies
 		topicList = slices.DeleteFunc(topicList, func(t string) bool { return t == topics.Compressed })
@@ -224,7 +228,7 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 				ep.Unpaired++
 				continue
 			}
-			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data), Keypoints: keypoints, Proprio: proprio})
+			ep.Steps = append(ep.Steps, RecordedStep{Stamp: stamp, Image: frame, Action: slices.Clone(arr.Data), Keypoints: keypoints, TargetLying: lying, Proprio: proprio})
 		case topics.Keypoints:
 			if err := rec.Decode(&arr); err != nil {
 				return nil, err
@@ -235,6 +239,17 @@ func readEpisode(r *rosbag.Reader, opts ReadOptions) (*RecordedEpisode, error) {
 			if frame != nil {
 				keypoints = slices.Clone(arr.Data)
 				frames[len(frames)-1].Keypoints = keypoints
+			}
+		case topics.TargetLying:
+			if err := rec.Decode(&arr); err != nil {
+				return nil, err
+			}
+			if len(arr.Data) != 1 || (arr.Data[0] != 0 && arr.Data[0] != 1 && arr.Data[0] != NoLyingLabel) {
+				return nil, fmt.Errorf("target-lying label at %v: %v, want one value of 0, 1 or %d", recTime.Format(time.RFC3339Nano), arr.Data, NoLyingLabel)
+			}
+			if frame != nil {
+				lying = arr.Data[0]
+				frames[len(frames)-1].TargetLying = lying
 			}
 		case topics.Proprio:
 			if err := rec.Decode(&arr); err != nil {

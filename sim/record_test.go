@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -29,6 +30,7 @@ type played struct {
 	frames    [][]byte
 	actions   [][]float32
 	keypoints [][]float32 // each frame's KeypointLabels
+	lying     []float32   // and TargetLying
 	proprio   [][]float32 // the proprioception each action was computed from
 	states    []*State    // the state each action was computed from
 }
@@ -66,6 +68,7 @@ func play(t *testing.T, task string, seed uint64, h, w int) played {
 		l := make([]float32, KeypointLabelLen)
 		KeypointLabels(l, ep.State(), h, w)
 		p.keypoints = append(p.keypoints, l)
+		p.lying = append(p.lying, TargetLying(ep.State(), l))
 		return nil
 	})
 	if err != nil {
@@ -73,6 +76,7 @@ func play(t *testing.T, task string, seed uint64, h, w int) played {
 	}
 	p.frames = p.frames[:len(p.actions)] // the final frame has no action
 	p.keypoints = p.keypoints[:len(p.actions)]
+	p.lying = p.lying[:len(p.actions)]
 	return p
 }
 
@@ -107,9 +111,17 @@ func record(t *testing.T, path, task string, seed uint64, h, w int, opts RecordO
 // outcome, frame k paired with the action computed from it, stamped
 // t0 + k·period.
 func TestRecordEpisodeRoundTrip(t *testing.T) {
-	for _, tc := range []struct{ task string }{{"pick"}, {"cue_pick"}} {
+	for _, tc := range []struct {
+		task  string
+		lying []float32 // the target-lying labels the episode must show
+	}{{"pick", []float32{0}}, {"cue_pick", []float32{0, NoLyingLabel}}, {"knock", []float32{0, 1}}} {
 		t.Run(tc.task, func(t *testing.T) {
 			want := play(t, tc.task, 4, 48, 64)
+			for _, l := range tc.lying {
+				if !slices.Contains(want.lying, l) {
+					t.Fatalf("the played episode's target-lying labels %v lack %v", want.lying, l)
+				}
+			}
 			path := filepath.Join(t.TempDir(), "ep.bag")
 			res := record(t, path, tc.task, 4, 48, 64, RecordOptions{Start: t0})
 			if res != want.res {
@@ -134,6 +146,9 @@ func TestRecordEpisodeRoundTrip(t *testing.T) {
 				}
 				if !reflect.DeepEqual(s.Keypoints, want.keypoints[k]) {
 					t.Fatalf("step %d: keypoint labels %v, played %v", k, s.Keypoints, want.keypoints[k])
+				}
+				if s.TargetLying != want.lying[k] {
+					t.Fatalf("step %d: target-lying label %v, played %v", k, s.TargetLying, want.lying[k])
 				}
 				if !reflect.DeepEqual(s.Proprio, want.proprio[k]) {
 					t.Fatalf("step %d: proprioception %v, played %v", k, s.Proprio, want.proprio[k])
@@ -210,11 +225,12 @@ func TestEpisodeBagWithROSTools(t *testing.T) {
 	t.Run("info", func(t *testing.T) {
 		t.Parallel()
 		out := rosTool(t, "rosbag", "info", "--yaml", path)
-		if got := yamlField(t, out, "messages"); got != strconv.Itoa(7*res.Steps+4) {
-			t.Errorf("messages: %s, want %d", got, 7*res.Steps+4)
+		if got := yamlField(t, out, "messages"); got != strconv.Itoa(8*res.Steps+4) {
+			t.Errorf("messages: %s, want %d", got, 8*res.Steps+4)
 		}
 		for _, want := range []string{"topic: /headcam/image_raw\n      type: sensor_msgs/Image\n      messages: " + n,
 			"topic: /episode/keypoints\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
+			"topic: /episode/target_lying\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /proprio\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /action\n      type: std_msgs/Float32MultiArray\n      messages: " + n,
 			"topic: /tf\n      type: tf2_msgs/TFMessage\n      messages: " + n, "topic: /tf_static\n      type: tf2_msgs/TFMessage\n      messages: 1",

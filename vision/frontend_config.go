@@ -3,6 +3,7 @@ package vision
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -57,6 +58,12 @@ type HeadConfig struct {
 	// simulator's frames, a window of 1 (3x3 cells) halves the error of
 	// the detected points.
 	KeypointWindow int `json:"keypoint_window,omitempty"`
+	// LyingProbe adds a training-only probe to the keypoint token: a
+	// logit of whether the object under keypoint channel 1 (the target)
+	// lies on its side, read from the map pooled under that channel's
+	// readout (SuperviseLying). Its loss teaches the map how the target
+	// lies; nothing at inference reads it.
+	LyingProbe bool `json:"lying_probe,omitempty"`
 	// Hidden, when positive, puts a trainable per-position stage between
 	// the backbone's map and the projection: a 1x1 convolution to Hidden
 	// channels, FiLM from the instruction (with FiLM "head") and GELU. The
@@ -138,6 +145,9 @@ func (c HeadConfig) Validate() error {
 	}
 	if c.Keypoints && (c.PositionGridWidth == 0 || c.Tokens < 2) {
 		return fmt.Errorf("vision head: keypoints need position_grid_width and at least 2 tokens (have %d and %d)", c.PositionGridWidth, c.Tokens)
+	}
+	if c.LyingProbe && (!c.Keypoints || c.Dim < 2) {
+		return errors.New("vision head: lying_probe needs keypoints with at least 2 channels (it reads channel 1's)")
 	}
 	if w := c.KeypointWindow; w < 0 || w > maxWidth || w > 0 && !c.Keypoints {
 		return fmt.Errorf("vision head: keypoint_window = %d must be within 0..%d, and positive only with keypoints", w, maxWidth)

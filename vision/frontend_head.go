@@ -127,6 +127,10 @@ func headSpecs(c HeadConfig) []ParamSpec {
 		add("keypoints/dense/kernel", xavier(2*d, d), 2*d, d)
 		add("keypoints/dense/bias", zeros, d)
 	}
+	if c.LyingProbe {
+		add("keypoints/lying/kernel", zeros, d, 1)
+		add("keypoints/lying/bias", zeros, 1)
+	}
 	return specs
 }
 
@@ -165,7 +169,8 @@ func (h *Head) View(flat []float32) HeadParams {
 				D1: layer.Dense{Kernel: v[tl+"token_masking/Dense_1/kernel"], Bias: v[tl+"token_masking/Dense_1/bias"], In: c.TokenLearnerHidden, Out: h.learnedTokens()},
 			},
 		},
-		Keypoints: KeypointParams{LogScale: v["keypoints/log_scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"]},
+		Keypoints: KeypointParams{LogScale: v["keypoints/log_scale"], Kernel: v["keypoints/dense/kernel"], Bias: v["keypoints/dense/bias"],
+			LyingKernel: v["keypoints/lying/kernel"], LyingBias: v["keypoints/lying/bias"]},
 	}
 }
 
@@ -218,6 +223,9 @@ func (h *Head) NewActs(n int) *HeadActs {
 	}
 	if c.Keypoints {
 		a.KP = NewKeypointActs(n, d, c.PositionGridWidth, c.KeypointWindow)
+		if c.LyingProbe {
+			a.KP.dLying = make([]float32, n*d)
+		}
 	}
 	if hd := c.Hidden; hd > 0 {
 		a.Hid = &HiddenActs{Pre: make([]float32, n*hd), FiLM: make([]float32, n*hd), Out: make([]float32, n*hd),

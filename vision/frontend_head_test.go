@@ -621,3 +621,52 @@ func TestUnfold3x3MatchesDefinition(t *testing.T) {
 		}
 	}
 }
+
+// TestSuperviseLying: with the keypoint softmax flattened (log scale -20),
+// channel 1's readout is 1/4 on each of the 2x2 map's cells, so the probe
+// reads the map's mean: z = mean(x)·w + b, loss softplus(z) - y·z. Its
+// gradients of x, the kernel and the bias match finite differences, and a
+// new forward pass forgets them.
+func TestSuperviseLying(t *testing.T) {
+	const n, d = 4, 3
+	r := rand.New(rand.NewPCG(37, 38))
+	a := NewKeypointActs(n, d, 2, 0)
+	a.dLying = make([]float32, n*d)
+	x := randFloats(r, n*d, 1)
+	p := &KeypointParams{LogScale: []float32{-20, -20, -20}, Kernel: make([]float32, 2*d*d), Bias: make([]float32, d),
+		LyingKernel: randFloats(r, d, 1), LyingBias: []float32{0.3}}
+	for _, label := range []float32{0, 1} {
+		KeypointsForward(make([]float32, d), a, x, p)
+		g := &KeypointParams{LogScale: make([]float32, d), Kernel: make([]float32, 2*d*d), Bias: make([]float32, d),
+			LyingKernel: make([]float32, d), LyingBias: make([]float32, 1)}
+		loss, prob := SuperviseLying(a, p, g, label, 1)
+		z := float64(p.LyingBias[0])
+		for j := range d {
+			var mean float64
+			for i := range n {
+				mean += float64(x[i*d+j]) / n
+			}
+			z += mean * float64(p.LyingKernel[j])
+		}
+		if want := math.Log(1+math.Exp(z)) - float64(label)*z; math.Abs(loss-want) > 1e-6 {
+			t.Errorf("label %v: loss %v, want %v", label, loss, want)
+		}
+		if want := 1 / (1 + math.Exp(-z)); math.Abs(float64(prob)-want) > 1e-6 {
+			t.Errorf("label %v: probability %v, want %v", label, prob, want)
+		}
+		dX := make([]float32, n*d)
+		KeypointsBackward(dX, g, make([]float32, d), a, x, p)
+		fdcheck.Require(t, r, []fdcheck.Var{{Name: "x", X: x, Grad: dX}, {Name: "kernel", X: p.LyingKernel, Grad: g.LyingKernel},
+			{Name: "bias", X: p.LyingBias, Grad: g.LyingBias}}, 6, func() float64 {
+			KeypointsForward(make([]float32, d), a, x, p)
+			l, _ := SuperviseLying(a, p, &KeypointParams{LyingKernel: make([]float32, d), LyingBias: make([]float32, 1)}, label, 1)
+			return l
+		})
+	}
+	KeypointsForward(make([]float32, d), a, x, p)
+	dX := make([]float32, n*d)
+	KeypointsBackward(dX, &KeypointParams{LogScale: make([]float32, d), Kernel: make([]float32, 2*d*d), Bias: make([]float32, d)}, make([]float32, d), a, x, p)
+	if slices.ContainsFunc(dX, func(v float32) bool { return math.Abs(float64(v)) > 1e-6 }) {
+		t.Errorf("dX %v after a forward pass without the probe, want zeros", dX)
+	}
+}

@@ -31,6 +31,9 @@ type KeypointParams struct {
 	LogScale []float32
 	Kernel   []float32 // (2d, d): [x coordinates ; y coordinates] to the token
 	Bias     []float32 // (d)
+	// LyingKernel (d, 1) and LyingBias (1) are the target-lying probe's
+	// (HeadConfig.LyingProbe), nil without it.
+	LyingKernel, LyingBias []float32
 }
 
 // KeypointActs holds one frame's keypoint activations and scratch space.
@@ -57,6 +60,9 @@ type KeypointActs struct {
 	scales           []float32 // (d) exp(LogScale) of the forward pass
 	dSupervised      []float32 // (d, N) SuperviseKeypoints' gradient of the logits
 	supervised       bool      // dSupervised holds this forward pass's gradient
+	x                []float32 // (N, d) the forward pass's input, for SuperviseLying
+	dLying           []float32 // (N, d) SuperviseLying's gradient of x; nil without the probe
+	lying            bool      // dLying holds this forward pass's gradient
 }
 
 // NewKeypointActs allocates activations for a map of n positions, gridWidth
@@ -107,7 +113,7 @@ func KeypointsForward(out []float32, a *KeypointActs, x []float32, p *KeypointPa
 		nn.Add(a.Probs, a.Prior)
 	}
 	nn.SoftmaxRowsForward(a.Probs, d, n)
-	a.supervised = false
+	a.supervised, a.lying, a.x = false, false, x
 	if a.Window > 0 {
 		for j := range d {
 			localWindow(a.Readout[j*n:(j+1)*n], a.Probs[j*n:(j+1)*n], a.GridWidth, a.Window)
@@ -191,6 +197,9 @@ func KeypointsBackward(dX []float32, g *KeypointParams, dOut []float32, a *Keypo
 	mustHave("KeypointsBackward x", x, n*d)
 	mustHave("KeypointsBackward LogScale gradient", g.LogScale, d)
 	cvec.KeypointDX(dX, g.LogScale, a.dLogits, x, a.scales, n, d)
+	if a.lying {
+		nn.Add(dX, a.dLying)
+	}
 }
 
 // LogitGrad is the loss's gradient (d, N) of the logits, the scaled
@@ -255,6 +264,59 @@ func SuperviseKeypoints(a *KeypointActs, labels []float32, sigma float64, scale 
 		}
 	}
 	return loss
+}
+
+// LyingChannel is the keypoint channel whose object the lying probe
+// reads: the target's (channel 1, after the hand's).
+const LyingChannel = 1
+
+// SuperviseLying is the target-lying probe's auxiliary loss: the map x
+// (N, d) of the last KeypointsForward pooled under channel LyingChannel's
+// readout, pooled = Σ_n Readout[c, n]·x[n, :] (d), gives a logit z =
+// pooled·LyingKernel + LyingBias; its loss is the binary cross-entropy
+// against label (1: the target lies on its side, 0: it stands). It
+// accumulates scale·∂loss/∂θ into g's probe, keeps scale·∂loss/∂x for the
+// next KeypointsBackward (the readout is held constant: the probe must
+// not move the keypoint) and returns the loss and the probe's
+// probability.
+//
+// Nothing at inference reads the probe: it is there so that the map at
+// the target encodes how the target lies, which a frame that shows the
+// end of a grasp and one of its approach differ by.
+func SuperviseLying(a *KeypointActs, p, g *KeypointParams, label, scale float32) (loss float64, prob float32) {
+	n, d := a.N, a.D
+	mustHave("SuperviseLying x", a.x, n*d)
+	mustHave("SuperviseLying kernel", p.LyingKernel, d)
+	readout := a.Readout[LyingChannel*n : (LyingChannel+1)*n]
+	z := float64(p.LyingBias[0])
+	for i, r := range readout {
+		if r == 0 {
+			continue
+		}
+		var dot float32
+		for j, v := range a.x[i*d : (i+1)*d] {
+			dot += v * p.LyingKernel[j]
+		}
+		z += float64(r) * float64(dot)
+	}
+	// -[y log σ(z) + (1-y) log(1-σ(z))] = softplus(z) - y·z, stably.
+	loss = max(z, 0) + math.Log1p(math.Exp(-math.Abs(z))) - float64(label)*z
+	prob = float32(1 / (1 + math.Exp(-z)))
+	dz := scale * (prob - label)
+	g.LyingBias[0] += dz
+	for i, r := range readout {
+		row := a.dLying[i*d : (i+1)*d]
+		if r == 0 {
+			clear(row)
+			continue
+		}
+		for j, v := range a.x[i*d : (i+1)*d] {
+			g.LyingKernel[j] += r * dz * v
+			row[j] = r * dz * p.LyingKernel[j]
+		}
+	}
+	a.lying = true
+	return loss, prob
 }
 
 // DefaultKeypointSigma is the width, in cells, of SuperviseKeypoints'

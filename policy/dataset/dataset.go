@@ -212,6 +212,7 @@ func encode(p *policy.Policy, rec *sim.RecordedEpisode, e sim.IndexEntry, name s
 	fr := &train.Frames{Name: name, Task: e.Task, Instruction: rec.Info.Instruction, Height: rec.Info.Height, Width: rec.Info.Width}
 	labelled := true // the simulator's bags: keypoint labels for every frame
 	sensed := true   // and proprioception
+	lying := false   // target-lying labels: some frame has one
 	for _, s := range rec.Steps {
 		if s.Action == nil {
 			return nil, fmt.Errorf("episode %s: a frame without an action", e.File)
@@ -219,6 +220,8 @@ func encode(p *policy.Policy, rec *sim.RecordedEpisode, e sim.IndexEntry, name s
 		fr.Images = append(fr.Images, s.Image)
 		fr.Actions = append(fr.Actions, s.Action)
 		fr.Keypoints = append(fr.Keypoints, s.Keypoints)
+		fr.Lying = append(fr.Lying, s.TargetLying)
+		lying = lying || s.TargetLying >= 0
 		labelled = labelled && s.Keypoints != nil
 		fr.Proprio = append(fr.Proprio, s.Proprio)
 		sensed = sensed && s.Proprio != nil
@@ -228,6 +231,9 @@ func encode(p *policy.Policy, rec *sim.RecordedEpisode, e sim.IndexEntry, name s
 	}
 	if !sensed {
 		fr.Proprio = nil
+	}
+	if !lying {
+		fr.Lying = nil
 	}
 	return train.Encode(p, fr)
 }

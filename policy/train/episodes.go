@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +30,10 @@ type Episode struct {
 	// keypoint supervision (vision.SuperviseKeypoints' layout).
 	KeypointLen int
 	Keypoints   []float32
+	// Lying, optional, is per step whether the target lies on its side
+	// (Steps): 1 lies, 0 stands, negative unlabelled (sim.TargetLying),
+	// the vision head's lying probe's label.
+	Lying []float32
 	// ProprioLen, when positive, is the length of each step's
 	// proprioception in Proprio (Steps, ProprioLen).
 	ProprioLen int
@@ -59,6 +64,15 @@ func (e *Episode) KeypointLabels(t int) []float32 {
 	return e.Keypoints[t*k : (t+1)*k : (t+1)*k]
 }
 
+// LyingLabel returns step t's target-lying label, a view of one value;
+// nil without labels.
+func (e *Episode) LyingLabel(t int) []float32 {
+	if e.Lying == nil {
+		return nil
+	}
+	return e.Lying[t : t+1 : t+1]
+}
+
 // Step returns step t's feature map and action, views.
 func (e *Episode) Step(t, actionLen int) (features, action []float32) {
 	f := e.Features[t*e.FeatureLen : (t+1)*e.FeatureLen : (t+1)*e.FeatureLen]
@@ -76,6 +90,8 @@ type Frames struct {
 	// length, a multiple of vision.KeypointLabelLen; see
 	// Episode.Keypoints).
 	Keypoints [][]float32
+	// Lying, optional, are per step target-lying labels (Episode.Lying).
+	Lying []float32
 	// Proprio, optional, is per step the robot's proprioception (all of
 	// one length).
 	Proprio [][]float32
@@ -123,9 +139,9 @@ func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 	if err != nil {
 		return nil, fmt.Errorf("feature cache %s: %w (delete it to recompute)", path, err)
 	}
-	for _, key := range []string{"keypoint_len", "proprio_len"} {
+	for _, key := range []string{"keypoint_len", "proprio_len", "lying_labels"} {
 		if _, ok := f.Metadata[key]; !ok {
-			return nil, nil // written before episodes carried labels and proprioception: recompute
+			return nil, nil // written before episodes carried these labels and proprioception: recompute
 		}
 	}
 	ep := &Episode{Name: name, Task: f.Metadata["task"], Instruction: f.Metadata["instruction"], FeatureLen: featureLen}
@@ -163,6 +179,17 @@ func (c *Cache) Load(name string, featureLen, actionLen int) (*Episode, error) {
 		}
 		ep.KeypointLen = tn.Shape[1]
 	}
+	if tn, ok := f.Tensors["target_lying"]; ok {
+		if len(tn.Shape) != 1 || tn.Shape[0] != ep.Steps {
+			return nil, fmt.Errorf("feature cache %s: target_lying has shape %v, want [%d]", path, tn.Shape, ep.Steps)
+		}
+		if ep.Lying, err = tn.Floats(); err != nil {
+			return nil, fmt.Errorf("feature cache %s: target_lying: %w", path, err)
+		}
+		if !validLying(ep.Lying) {
+			return nil, fmt.Errorf("feature cache %s: target_lying holds values other than 0, 1 and negative", path)
+		}
+	}
 	if tn, ok := f.Tensors["proprio"]; ok {
 		if len(tn.Shape) != 2 || tn.Shape[0] != ep.Steps || tn.Shape[1] < 1 {
 			return nil, fmt.Errorf("feature cache %s: proprio has shape %v, want [%d, positive]", path, tn.Shape, ep.Steps)
@@ -187,10 +214,14 @@ func (c *Cache) Store(ep *Episode, actionLen int) error {
 	f.Metadata["task"], f.Metadata["instruction"], f.Metadata["steps"] = ep.Task, ep.Instruction, strconv.Itoa(ep.Steps)
 	f.Metadata["keypoint_len"] = strconv.Itoa(ep.KeypointLen)
 	f.Metadata["proprio_len"] = strconv.Itoa(ep.ProprioLen)
+	f.Metadata["lying_labels"] = strconv.FormatBool(ep.Lying != nil)
 	f.Tensors["features"] = safetensors.FromFloat32(ep.Features, ep.Steps, ep.FeatureLen)
 	f.Tensors["actions"] = safetensors.FromFloat32(ep.Actions, ep.Steps, actionLen)
 	if ep.KeypointLen > 0 {
 		f.Tensors["keypoints"] = safetensors.FromFloat32(ep.Keypoints, ep.Steps, ep.KeypointLen)
+	}
+	if ep.Lying != nil {
+		f.Tensors["target_lying"] = safetensors.FromFloat32(ep.Lying, ep.Steps)
 	}
 	if ep.ProprioLen > 0 {
 		f.Tensors["proprio"] = safetensors.FromFloat32(ep.Proprio, ep.Steps, ep.ProprioLen)
@@ -217,6 +248,9 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 			return nil, fmt.Errorf("episode %s: keypoint labels of %d values (want a multiple of %d)", fr.Name, k, vision.KeypointLabelLen)
 		}
 	}
+	if fr.Lying != nil && (len(fr.Lying) != len(fr.Images) || !validLying(fr.Lying)) {
+		return nil, fmt.Errorf("episode %s: %d frames and %d target-lying labels, want one each of 0, 1 or negative", fr.Name, len(fr.Images), len(fr.Lying))
+	}
 	q := 0 // proprioception values per step
 	if fr.Proprio != nil {
 		if len(fr.Proprio) != len(fr.Images) {
@@ -229,6 +263,7 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 	ep := &Episode{Name: fr.Name, Task: fr.Task, Instruction: fr.Instruction, Steps: len(fr.Images), FeatureLen: c * n,
 		Features: make([]float32, len(fr.Images)*c*n), Actions: make([]float32, 0, len(fr.Images)*na),
 		KeypointLen: k, Keypoints: make([]float32, 0, len(fr.Images)*k),
+		Lying:      slices.Clone(fr.Lying),
 		ProprioLen: q, Proprio: make([]float32, 0, len(fr.Images)*q)}
 	img := vision.Image{Height: uint32(fr.Height), Width: uint32(fr.Width), Encoding: "rgb8", Step: uint32(3 * fr.Width)}
 	for t, im := range fr.Images {
@@ -264,6 +299,17 @@ func Encode(p *policy.Policy, fr *Frames) (*Episode, error) {
 		ep.Actions = append(ep.Actions, fr.Actions[t]...)
 	}
 	return ep, nil
+}
+
+// validLying reports whether every target-lying label is 0, 1 or
+// negative (unlabelled).
+func validLying(x []float32) bool {
+	for _, v := range x {
+		if v != 0 && v != 1 && !(v < 0) {
+			return false
+		}
+	}
+	return true
 }
 
 func allFinite(x []float32) bool {

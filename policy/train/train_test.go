@@ -368,6 +368,25 @@ func TestCacheRoundTripAndDamage(t *testing.T) {
 		t.Errorf("a cache file without proprio_len: %v, %v; want a miss", got, err)
 	}
 
+	// Target-lying labels survive the cache; a file written before
+	// episodes carried them (no lying_labels) is a miss.
+	lying := lyingEpisodes(p, 1, 3, 4)[0]
+	lying.Name = "lying"
+	if err := c.Store(lying, na); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Load(lying.Name, lying.FeatureLen, na); err != nil || !slices.Equal(got.Lying, lying.Lying) {
+		t.Errorf("target-lying labels after the cache: %v (err %v), want %v", got.Lying, err, lying.Lying)
+	}
+	old.Metadata["proprio_len"] = "0"
+	delete(old.Metadata, "lying_labels")
+	if err := safetensors.WriteFile(oldPath, old); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Load("old", ep.FeatureLen, na); got != nil || err != nil {
+		t.Errorf("a cache file without lying_labels: %v, %v; want a miss", got, err)
+	}
+
 	b, _ := os.ReadFile(path)
 	os.WriteFile(path, b[:len(b)/2], 0o644)
 	if _, err := c.Load(ep.Name, ep.FeatureLen, na); err == nil {
@@ -816,5 +835,58 @@ func TestConfigFor(t *testing.T) {
 		if err := c.Validate(); err != nil {
 			t.Errorf("%s: %v", tc.preset, err)
 		}
+	}
+}
+
+// lyingEpisodes labels each step of synthetic episodes lying or standing
+// at random, a lying step's frame raising channel 1 at every cell, so that
+// the map under any keypoint shows it.
+func lyingEpisodes(p *policy.Policy, count, steps int, seed uint64) []*Episode {
+	eps := syntheticEpisodes(p, count, steps, seed)
+	n := p.Spec().Vision.Head.Positions
+	r := rand.New(rand.NewPCG(seed, 5))
+	for _, ep := range eps {
+		for s := range ep.Steps {
+			label := float32(r.IntN(2))
+			if label == 1 {
+				f := ep.Features[s*ep.FeatureLen : (s+1)*ep.FeatureLen]
+				for cell := range n {
+					f[n+cell] += 2
+				}
+			}
+			ep.Lying = append(ep.Lying, label)
+		}
+	}
+	return eps
+}
+
+// TestLyingProbeLearns: with frames that show how the target lies, the
+// lying probe's loss per labelled step falls from ln 2 (a zero probe) by
+// more than half within 60 updates; a weight without a probe or without
+// labels is refused.
+func TestLyingProbeLearns(t *testing.T) {
+	p := presetPolicy(t, filepath.Join(t.TempDir(), "lying.safetensors"), func(spec *policy.Spec) {
+		h := &spec.Vision.Head
+		h.Hidden, h.Keypoints, h.PositionGridWidth, h.Tokens, h.LyingProbe = 16, true, 10, 5, true
+		spec.Policy.Padding = 0
+	})
+	cfg := smallConfig()
+	cfg.Steps, cfg.Batch, cfg.Warmup, cfg.LR, cfg.LyingWeight = 60, 8, 5, 1e-2, 1
+	eps := lyingEpisodes(p, 8, 6, 7)
+	tr, err := New(cfg, p, eps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := lossAtEnds(t, tr, func(u update) float64 { return u.lyingLoss / float64(u.lyingLabels) })
+	t.Logf("lying loss %.3f -> %.3f", first, last)
+	if math.Abs(first-math.Ln2) > 1e-6 || !(last < 0.5*first) {
+		t.Errorf("lying loss %.3f -> %.3f: want ln 2 at first, then less than half of it", first, last)
+	}
+
+	if _, err := New(cfg, keypointPolicy(t), lyingEpisodes(keypointPolicy(t), 2, 4, 5), nil); err == nil || !strings.Contains(err.Error(), "lying probe") {
+		t.Errorf("a lying weight for a head without a probe: %v", err)
+	}
+	if _, err := New(cfg, p, syntheticEpisodes(p, 2, 4, 5), nil); err == nil || !strings.Contains(err.Error(), "target-lying labels") {
+		t.Errorf("a lying probe without labels: %v", err)
 	}
 }

@@ -72,6 +72,10 @@ type Config struct {
 	// episodes' start goals (Episode.Goal) as an auxiliary loss of this
 	// weight (policy.Learner.GoalWeight).
 	GoalWeight float64 `json:"goal_weight,omitempty"`
+	// LyingWeight, when positive, trains the vision head's lying probe on
+	// the episodes' target-lying labels (Episode.Lying) as an auxiliary
+	// loss of this weight (policy.Learner.LyingWeight).
+	LyingWeight float64 `json:"lying_weight,omitempty"`
 }
 
 // DefaultConfig is the recipe every policy trains with: 16 windows of 16
@@ -88,6 +92,7 @@ const (
 	DefaultKeypointWeight = 1   // a vision head with a keypoint token
 	DefaultGeometryOwn    = 0.5 // target geometry
 	DefaultGoalWeight     = 0.2 // a goal probe
+	DefaultLyingWeight    = 1   // a vision head with a lying probe
 )
 
 // ConfigFor is DefaultConfig with the auxiliary losses of the parts spec's
@@ -106,6 +111,9 @@ func ConfigFor(spec policy.Spec) Config {
 	}
 	if spec.Policy.GoalProbe {
 		c.GoalWeight = DefaultGoalWeight
+	}
+	if spec.Vision.Head.LyingProbe {
+		c.LyingWeight = DefaultLyingWeight
 	}
 	return c
 }
@@ -129,6 +137,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("train: keypoint_weight %v, keypoint_sigma %v: want a weight >= 0 and, with a weight, sigma in (0, 64) cells", c.KeypointWeight, c.KeypointSigma)
 	case !(c.GoalWeight >= 0 && c.GoalWeight < 1e6):
 		return fmt.Errorf("train: goal_weight %v: want a weight >= 0", c.GoalWeight)
+	case !(c.LyingWeight >= 0 && c.LyingWeight < 1e6):
+		return fmt.Errorf("train: lying_weight %v: want a weight >= 0", c.LyingWeight)
 	case c.Workers < 1 || c.Workers > 64:
 		return fmt.Errorf("train: workers %d: want 1..64", c.Workers)
 	case !(c.GeometryOwn >= 0 && c.GeometryOwn <= 1) || c.GeometryOwn > 0 && !c.GeometryLabels:
@@ -153,6 +163,11 @@ type Record struct {
 	// GoalLoss is the goal probe's mean loss per step (times its weight),
 	// when the run has one.
 	GoalLoss float64 `json:"goal_loss,omitempty"`
+	// LyingLoss is the lying probe's mean loss per labelled step (times
+	// its weight) and LyingAcc the share of those steps it got right,
+	// when the run has one.
+	LyingLoss float64 `json:"lying_loss,omitempty"`
+	LyingAcc  float64 `json:"lying_accuracy,omitempty"`
 }
 
 // stream is one batch row: an episode in progress and the state carried
@@ -241,16 +256,21 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		if !spec.Policy.GoalProbe {
 			return nil, errors.New("train: goal_weight needs a policy with a goal probe (the small-goal-probe preset)")
 		}
-		goals := 0
-		for _, e := range eps {
-			if e.Goal != nil {
-				goals++
-			}
-		}
+		goals := countEpisodes(eps, func(e *Episode) bool { return e.Goal != nil })
 		if goals == 0 {
 			return nil, errors.New("train: goal probe, but no episode has a start goal (the simulator's memory tasks have them)")
 		}
 		log.Info("goal probe", "weight", cfg.GoalWeight, "episodes_with_goal", goals, "episodes", len(eps))
+	}
+	if cfg.LyingWeight > 0 {
+		if !spec.Vision.Head.LyingProbe {
+			return nil, errors.New("train: lying_weight needs a vision head with a lying probe")
+		}
+		lying := countEpisodes(eps, func(e *Episode) bool { return e.Lying != nil })
+		if lying == 0 {
+			return nil, errors.New("train: lying probe, but no episode has target-lying labels (record them with the simulator)")
+		}
+		log.Info("lying probe", "weight", cfg.LyingWeight, "labelled_episodes", lying, "episodes", len(eps))
 	}
 	if cfg.GeometryLabels && (spec.Policy.TargetGeometry == nil || labelled == 0) {
 		return nil, errors.New("train: geometry labels need a policy with target geometry (the small-geometry preset) and episodes with keypoint labels")
@@ -264,6 +284,7 @@ func New(cfg Config, p *policy.Policy, eps []*Episode, log hclog.Logger) (*Train
 		l.KeypointWeight, l.KeypointSigma = float32(cfg.KeypointWeight), cfg.KeypointSigma
 		l.GeometryFromLabels = cfg.GeometryLabels
 		l.GoalWeight = float32(cfg.GoalWeight)
+		l.LyingWeight = float32(cfg.LyingWeight)
 		tr.learners = append(tr.learners, l)
 	}
 	groups := p.Groups()
@@ -332,6 +353,8 @@ func (tr *Trainer) Step() (loss, acc, gradNorm float64, err error) {
 // and the gradient norm before clipping.
 type update struct {
 	loss, acc, keypointLoss, goalLoss, gradNorm float64
+	lyingLoss                                   float64 // summed over lyingLabels steps
+	lyingCorrect, lyingLabels                   int
 }
 
 // step is Step, also returning the auxiliary losses.
@@ -357,7 +380,7 @@ func (tr *Trainer) step() (update, error) {
 			if tr.readsProprio {
 				q = ep.ProprioAt(t)
 			}
-			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q, OwnGeometry: own, Goal: ep.Goal}
+			tr.data[i][k] = policy.StepData{Features: f, Prev: prev, Action: a, Keypoints: ep.KeypointLabels(t), Proprio: q, OwnGeometry: own, Goal: ep.Goal, Lying: ep.LyingLabel(t)}
 		}
 	}
 	scale := float32(1 / float64(total))
@@ -401,12 +424,15 @@ func (tr *Trainer) step() (update, error) {
 	tr.opt.Update(tr.p.Groups(), grads, tr.sched.At(tr.opt.Step))
 	tr.p.ParamsChanged()
 
-	var sumLoss, sumKeypoint, sumGoal float64
-	correct, labels := 0, 0
+	var sumLoss, sumKeypoint, sumGoal, sumLying float64
+	correct, labels, lyingCorrect, lyingLabels := 0, 0, 0, 0
 	for i, s := range tr.streams {
 		sumLoss += stats[i].Loss
 		sumKeypoint += stats[i].KeypointLoss
 		sumGoal += stats[i].GoalLoss
+		sumLying += stats[i].LyingLoss
+		lyingCorrect += stats[i].LyingCorrect
+		lyingLabels += stats[i].LyingLabels
 		correct += stats[i].Correct
 		labels += stats[i].Labels
 		s.t += lens[i]
@@ -416,7 +442,19 @@ func (tr *Trainer) step() (update, error) {
 	}
 	tr.samples += int64(total)
 	n := float64(total)
-	return update{loss: sumLoss / n, acc: float64(correct) / float64(max(labels, 1)), keypointLoss: sumKeypoint / n, goalLoss: sumGoal / n, gradNorm: gradNorm}, nil
+	return update{loss: sumLoss / n, acc: float64(correct) / float64(max(labels, 1)), keypointLoss: sumKeypoint / n, goalLoss: sumGoal / n,
+		lyingLoss: sumLying, lyingCorrect: lyingCorrect, lyingLabels: lyingLabels, gradNorm: gradNorm}, nil
+}
+
+// countEpisodes is the number of episodes of eps that has reports.
+func countEpisodes(eps []*Episode, has func(*Episode) bool) int {
+	n := 0
+	for _, e := range eps {
+		if has(e) {
+			n++
+		}
+	}
+	return n
 }
 
 // balanceWindows shares the windows of an update among the workers so
@@ -462,8 +500,8 @@ func (tr *Trainer) History() []Record { return tr.history }
 func (tr *Trainer) Run(logEvery, checkpointEvery int, checkpoint func(*Trainer) error, stop <-chan struct{}) error {
 	start := time.Now()
 	startSamples, startStep := tr.samples, tr.opt.Step
-	var lossSum, accSum, keypointSum, goalSum float64
-	var n int
+	var lossSum, accSum, keypointSum, goalSum, lyingSum float64
+	var n, lyingCorrect, lyingLabels int
 	for tr.opt.Step < tr.cfg.Steps {
 		u, err := tr.step()
 		if err != nil {
@@ -471,19 +509,28 @@ func (tr *Trainer) Run(logEvery, checkpointEvery int, checkpoint func(*Trainer) 
 		}
 		gn := u.gradNorm
 		lossSum, accSum, keypointSum, goalSum, n = lossSum+u.loss, accSum+u.acc, keypointSum+u.keypointLoss, goalSum+u.goalLoss, n+1
+		lyingSum, lyingCorrect, lyingLabels = lyingSum+u.lyingLoss, lyingCorrect+u.lyingCorrect, lyingLabels+u.lyingLabels
 		done := tr.opt.Step
 		if done%logEvery == 0 || done == tr.cfg.Steps {
 			sec := time.Since(start).Seconds()
 			rec := Record{Step: done, Loss: lossSum / float64(n), BinAcc: accSum / float64(n), LR: tr.sched.At(done - 1),
 				GradNorm: gn, Samples: tr.samples, Seconds: sec, SamplesPS: float64(tr.samples-startSamples) / sec,
 				KeypointLoss: keypointSum / float64(n), GoalLoss: goalSum / float64(n)}
+			if lyingLabels > 0 {
+				rec.LyingLoss, rec.LyingAcc = lyingSum/float64(lyingLabels), float64(lyingCorrect)/float64(lyingLabels)
+			}
 			tr.history = append(tr.history, rec)
 			lossSum, accSum, keypointSum, goalSum, n = 0, 0, 0, 0, 0
+			lyingSum, lyingCorrect, lyingLabels = 0, 0, 0
 			eta := time.Duration(float64(tr.cfg.Steps-done) * sec / float64(done-startStep) * float64(time.Second))
-			tr.log.Info("train", "step", fmt.Sprintf("%d/%d", done, tr.cfg.Steps), "loss", fmt.Sprintf("%.4f", rec.Loss),
+			fields := []any{"step", fmt.Sprintf("%d/%d", done, tr.cfg.Steps), "loss", fmt.Sprintf("%.4f", rec.Loss),
 				"bin_acc", fmt.Sprintf("%.3f", rec.BinAcc), "lr", fmt.Sprintf("%.2e", rec.LR), "grad_norm", fmt.Sprintf("%.3f", gn),
 				"samples/s", fmt.Sprintf("%.0f", rec.SamplesPS), "updates/s", fmt.Sprintf("%.2f", float64(done-startStep)/sec),
-				"keypoint_loss", fmt.Sprintf("%.3f", rec.KeypointLoss), "goal_loss", fmt.Sprintf("%.3f", rec.GoalLoss), "eta", eta.Round(time.Second))
+				"keypoint_loss", fmt.Sprintf("%.3f", rec.KeypointLoss), "goal_loss", fmt.Sprintf("%.3f", rec.GoalLoss)}
+			if tr.cfg.LyingWeight > 0 {
+				fields = append(fields, "lying_loss", fmt.Sprintf("%.3f", rec.LyingLoss), "lying_acc", fmt.Sprintf("%.3f", rec.LyingAcc))
+			}
+			tr.log.Info("train", append(fields, "eta", eta.Round(time.Second))...)
 		}
 		stopping := false
 		if stop != nil {
