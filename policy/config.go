@@ -355,8 +355,12 @@ func (s Spec) Validate() error {
 // (vision.HeadConfig.HiddenDepth), so that each cell sees 5x5 cells of the
 // map (sharper keypoints; docs/results.md, Perception), and each geometry
 // point's line of sight at the hand's depth (GeometrySightline: a drawer's
-// handle is not on the worktop; docs/results.md, Memory): the committed
-// kitchen policy's preset.
+// handle is not on the worktop; docs/results.md, Memory).
+//
+// kitchen-lying-probe: kitchen-sightline with a training-only probe in the
+// vision head that learns whether the target lies on its side
+// (vision.HeadConfig.LyingProbe), which a no-memory twin cannot recall: the
+// committed kitchen policy's preset.
 func Presets() map[string]Spec {
 	robotTTM, _ := ttm.Preset("robot")
 	robotVision := vision.DefaultConfig(1280)
@@ -447,7 +451,7 @@ func Presets() map[string]Spec {
 			TTM: proprioTTM, Vision: kpVision, Language: wordsLang,
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
-		// kitchen-sightline: the policy for all eight tasks, at the
+		// kitchen-sightline: a policy for all eight tasks, at the
 		// design's memory (m 96, r 16) and width 64: keypoint token (hand,
 		// target, destination) from a two-stage head, proprioception, the
 		// geometry points with their lines of sight, a regressed arm, word
@@ -460,7 +464,8 @@ func Presets() map[string]Spec {
 			Backbone: vision.EfficientNetConfig{Variant: "b0", Height: 128, Width: 160, Blocks: 5},
 		},
 		// kitchen-lying-probe: kitchen-sightline with the vision head's
-		// training-only lying probe (vision.HeadConfig.LyingProbe).
+		// training-only lying probe (vision.HeadConfig.LyingProbe); the
+		// committed kitchen policy and its twin.
 		"kitchen-lying-probe": {
 			Policy: Config{Preset: "kitchen-lying-probe", ActionSpace: action.RT1ContinuousArm(), Padding: 0, BlindActions: true, Proprio: slices.Clone(action.ArmProprio), TargetGeometry: &headcam, GeometryPoints: 2, GeometryRelative: 0.05,
 				GeometrySightline: true, MemoryFiLM: true, GoalProbe: true, MemoryPrior: true},

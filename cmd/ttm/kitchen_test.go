@@ -87,9 +87,9 @@ func evalTwins(t *testing.T, task string) map[string]twinFamily {
 // TestCommittedKitchenRemembersTheSpot runs the kitchen policy and its
 // twin on a few held-out put_back scenes and reads what their goal probes
 // hold once the object has slid away: the policy knows the spot it stood
-// on (7.1 cm off over 50 scenes of seeds 30001; 8.1 over these 6),
-// knocked out after the slide it does not (37.2; 26.4), nor does the twin
-// trained without memory (27.4; 29.4). Success over six scenes is too
+// on (6.6 cm off over 50 scenes of seeds 30001; 5.3 over these 6),
+// knocked out after the slide it does not (40.1; 27.8), nor does the twin
+// trained without memory (27.3; 23.5). Success over six scenes is too
 // noisy to assert.
 func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 	if testing.Short() {
@@ -111,10 +111,10 @@ func TestCommittedKitchenRemembersTheSpot(t *testing.T) {
 
 // TestCommittedKitchenRemembersTheRing runs the kitchen policy and its twin
 // on a few held-out cue_pick scenes and reads where their target keypoints
-// are after the ring is gone: the policy's stays on the cued object (2.5
-// px off over 50 scenes of seeds 30001; 1.3 over these 6), knocked out
-// after the cue it does not (29.5; 21.3), nor does the twin's (27.7;
-// 29.0): the objects stand tens of pixels apart. Success over six scenes
+// are after the ring is gone: the policy's stays on the cued object (1.2
+// px off over 50 scenes of seeds 30001; 1.4 over these 6), knocked out
+// after the cue it does not (26.7; 31.2), nor does the twin's (25.5;
+// 28.4): the objects stand tens of pixels apart. Success over six scenes
 // is too noisy to assert.
 func TestCommittedKitchenRemembersTheRing(t *testing.T) {
 	if testing.Short() {
